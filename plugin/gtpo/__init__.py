@@ -1,0 +1,27 @@
+"""GTPO: Group-relative Trajectory-based Policy Optimization (Simoni et al., arXiv 2508.03772).
+
+The method's core on plain tensors, shared by the OpenRLHF adapter, the embedded CPU trainer
+and the tests:
+
+- `conflict_weights` / `conflict_mask`: conflict tokens and λ (Sec. 5.1, Eq. 4-5)
+- `token_entropy`, `completion_entropy`, `entropy_filter`: entropy and δ (Sec. 5.2, Eq. 6)
+- `gtpo_loss`, `grpo_loss`, `gtpo_metrics`: the objective (Eq. 7) and the GRPO baseline (Eq. 1)
+"""
+
+from gtpo.conflict import conflict_mask, conflict_weights
+from gtpo.entropy import LN2, completion_entropy, entropy_filter, token_entropy
+from gtpo.objective import gtpo_loss, gtpo_metrics, grpo_loss
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LN2",
+    "completion_entropy",
+    "conflict_mask",
+    "conflict_weights",
+    "entropy_filter",
+    "gtpo_loss",
+    "gtpo_metrics",
+    "grpo_loss",
+    "token_entropy",
+]

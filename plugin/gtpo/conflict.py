@@ -1,0 +1,163 @@
+"""Conflict tokens and their weights λ (paper Sec. 5.1, Eq. 4-5).
+
+Within one prompt's group of G completions, a token is a *forward conflict token* at position p
+when a completion with positive advantage and one with negative advantage both hold the same
+token id at p; a *backward conflict token* is the same with positions counted from each
+completion's last token. Only the first contiguous run from the start (forward) and from the end
+(backward) is protected, and the two runs are combined by logical OR:
+
+    M_i = M_i^fw ∨ M_i^bw
+    λ_{i,t} = 1 if M_{i,t} = 0;  0 if M_{i,t} = 1 and A_i < 0;  2 if M_{i,t} = 1 and A_i > 0.
+
+Completions with A_i = 0 are in neither G+ nor G−, so they neither create nor receive conflicts.
+
+Cost: the token test compares the members of a group pairwise at each position, O(G²·L) per
+group and independent of the vocabulary size (the paper's public code counts (position, token)
+keys with a bincount of size L·V per group, gigabytes at V = 152k). Groups are processed in
+chunks so the peak stays bounded for any batch size.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Elements of the [groups, G, G, L] pairwise comparison materialised at once (bool, so bytes).
+_PAIRWISE_BUDGET = 1 << 26
+
+
+def _check_inputs(
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    advantages: torch.Tensor,
+    group_size: int,
+) -> None:
+    if completion_ids.dim() != 2:
+        raise ValueError(
+            f"completion_ids must be [N, L], got shape {tuple(completion_ids.shape)}"
+        )
+    if completion_mask.shape != completion_ids.shape:
+        raise ValueError(
+            f"completion_mask shape {tuple(completion_mask.shape)} must equal completion_ids "
+            f"shape {tuple(completion_ids.shape)}"
+        )
+    if completion_mask.dtype != torch.bool:
+        raise TypeError(f"completion_mask must be a bool tensor, got {completion_mask.dtype}")
+    n = completion_ids.shape[0]
+    if advantages.shape != (n,):
+        raise ValueError(
+            f"advantages must be [N] = [{n}] (one scalar per completion), got "
+            f"{tuple(advantages.shape)}"
+        )
+    if group_size < 1 or n % group_size != 0:
+        raise ValueError(
+            f"N = {n} completions cannot be split into groups of group_size = {group_size}; "
+            "rows must be grouped contiguously by prompt (N = prompts × group_size)"
+        )
+    if completion_mask.shape[1] > 1 and bool(
+        (completion_mask[:, 1:] & ~completion_mask[:, :-1]).any()
+    ):
+        raise ValueError(
+            "completion_mask must be right-padded (each row: real tokens, then padding); "
+            "found a real token after padding"
+        )
+
+
+def _align_right(
+    ids: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Reverse each right-padded row so that column r holds the token r places from its end.
+
+    Returns (reversed ids, reversed mask, gather index); the same index maps a right-aligned
+    tensor back to the original layout (the permutation is its own inverse on real tokens).
+    """
+    positions = torch.arange(ids.shape[1], device=ids.device)
+    index = (lengths[:, None] - 1 - positions[None, :]).clamp(min=0)
+    reversed_mask = positions[None, :] < lengths[:, None]
+    return ids.gather(1, index), reversed_mask, index
+
+
+def _leading_conflict_run(
+    ids: torch.Tensor, mask: torch.Tensor, sign: torch.Tensor, group_size: int
+) -> torch.Tensor:
+    """First contiguous run of conflict positions starting at column 0, per row. [N, L] bool.
+
+    A position of completion i is a conflict when some completion j of the same group with the
+    opposite advantage sign holds the same token id at the same column (both real tokens).
+    """
+    n, length = ids.shape
+    groups = n // group_size
+    ids_g = ids.view(groups, group_size, length)
+    mask_g = mask.view(groups, group_size, length)
+    sign_g = sign.view(groups, group_size)
+
+    run = torch.zeros(n, length, dtype=torch.bool, device=ids.device)
+    run_g = run.view(groups, group_size, length)
+    per_group = max(1, group_size * group_size * max(length, 1))
+    chunk = max(1, _PAIRWISE_BUDGET // per_group)
+    for start in range(0, groups, chunk):
+        stop = min(groups, start + chunk)
+        c_ids, c_mask, c_sign = ids_g[start:stop], mask_g[start:stop], sign_g[start:stop]
+        # opposite[g, i, j]: i and j sit on opposite sides of zero (A = 0 is on neither side).
+        opposite = (c_sign[:, :, None] * c_sign[:, None, :]) < 0
+        same_token = c_ids[:, :, None, :] == c_ids[:, None, :, :]
+        same_token &= c_mask[:, None, :, :]  # the partner's token must be real, not padding
+        same_token &= opposite[..., None]
+        conflict = same_token.any(dim=2) & c_mask
+        # cumprod keeps a position only while every earlier position was a conflict too.
+        run_g[start:stop] = conflict.to(torch.uint8).cumprod(dim=-1).bool()
+    return run
+
+
+def conflict_mask(
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    advantages: torch.Tensor,
+    group_size: int,
+) -> torch.Tensor:
+    """Final conflict mask M = M^fw ∨ M^bw of Sec. 5.1, as a bool tensor [N, L].
+
+    Args:
+        completion_ids: LongTensor [N, L], right-padded completion token ids.
+        completion_mask: bool [N, L], True on real tokens.
+        advantages: [N] advantage A_i of each completion.
+        group_size: G; rows are grouped contiguously by prompt, N = prompts × G.
+
+    Padding is never marked and never matches, whatever id it holds.
+    """
+    _check_inputs(completion_ids, completion_mask, advantages, group_size)
+    n, length = completion_ids.shape
+    if n == 0 or length == 0:
+        return torch.zeros(n, length, dtype=torch.bool, device=completion_ids.device)
+    sign = torch.sign(advantages.detach()).to(torch.int8)
+    lengths = completion_mask.sum(dim=1)
+
+    forward = _leading_conflict_run(completion_ids, completion_mask, sign, group_size)
+    rev_ids, rev_mask, index = _align_right(completion_ids, lengths)
+    backward_rev = _leading_conflict_run(rev_ids, rev_mask, sign, group_size)
+    backward = backward_rev.gather(1, index) & completion_mask
+    return forward | backward
+
+
+def conflict_weights(
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    advantages: torch.Tensor,
+    group_size: int,
+    conflict_weight: float = 2.0,
+) -> torch.Tensor:
+    """Token weights λ of Eq. 5, float32 [N, L] (0 on padding).
+
+    λ = 1 outside the conflict mask, 0 on masked tokens of completions with A < 0 and
+    `conflict_weight` (the paper's 2) on masked tokens of completions with A > 0. A token in
+    both the forward and the backward run gets `conflict_weight` once (OR, never a product).
+    See `conflict_mask` for the arguments.
+    """
+    mask = conflict_mask(completion_ids, completion_mask, advantages, group_size)
+    positive = (advantages.detach() > 0)[:, None]
+    on_conflict = torch.where(
+        positive,
+        torch.tensor(float(conflict_weight), device=mask.device),
+        torch.tensor(0.0, device=mask.device),
+    )
+    weights = torch.where(mask, on_conflict, torch.tensor(1.0, device=mask.device))
+    return weights * completion_mask

@@ -1,0 +1,175 @@
+"""The GTPO objective (paper Eq. 7), the GRPO baseline (Eq. 1) and their metrics.
+
+Everything works on plain tensors so any trainer can call it:
+
+    logprobs, old_logprobs, completion_mask, weights (λ):  [N, L]
+    advantages, keep (δ), completion_entropy (⟨H⟩):       [N]
+
+N = prompts × G completions. Both objectives are returned as losses to *minimise* (L = −J) and
+averaged over completions, which is Eq. 7's 1/G sum averaged over the batch's prompts.
+"""
+
+from __future__ import annotations
+
+import torch
+
+def _check_shapes(
+    completion_mask: torch.Tensor,
+    per_token: dict[str, torch.Tensor | None],
+    per_completion: dict[str, torch.Tensor | None],
+) -> None:
+    if completion_mask.dim() != 2:
+        raise ValueError(f"completion_mask must be [N, L], got {tuple(completion_mask.shape)}")
+    n = completion_mask.shape[0]
+    for names, expected in ((per_token, tuple(completion_mask.shape)), (per_completion, (n,))):
+        for name, tensor in names.items():
+            if tensor is not None and tuple(tensor.shape) != expected:
+                raise ValueError(
+                    f"{name} has shape {tuple(tensor.shape)}; expected {expected} to match "
+                    f"completion_mask {tuple(completion_mask.shape)}"
+                )
+
+
+def _completion_mean(values: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """(1/|o_i|) Σ_t values_{i,t} over real tokens: [N, L] -> [N]."""
+    mask = completion_mask.to(values.dtype)
+    return (values * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+
+
+def _clipped_surrogate(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    token_advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    clip_eps: float,
+) -> torch.Tensor:
+    """C̄_i of Eq. 1: per-completion mean of min(r·A, clip(r, 1±ε)·A). [N].
+
+    With one policy iteration per batch the ratio r is 1 and this is Σ_t A / |o_i| with the
+    policy gradient of Eq. 2; the clip only matters when a batch is reused.
+    """
+    ratio = torch.exp(logprobs - old_logprobs)
+    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    surrogate = torch.minimum(ratio * token_advantages, clipped * token_advantages)
+    return _completion_mean(surrogate, completion_mask)
+
+
+def gtpo_metrics(
+    weights: torch.Tensor,
+    advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    keep: torch.Tensor,
+    completion_entropy: torch.Tensor,
+) -> dict[str, float]:
+    """Named diagnostics of a GTPO batch (stable names, logged as `gtpo/<name>`).
+
+    conflict_frac_pos / conflict_frac_neg: share of the real tokens of completions with A > 0 /
+    A < 0 whose weight λ was changed by Eq. 5 (λ ≠ 1); filtered_frac: share of completions
+    removed by δ (Eq. 6); entropy_mean: mean ⟨H⟩_i.
+    """
+    with torch.no_grad():
+        real = completion_mask.bool()
+        changed = (weights != 1) & real
+        positive = (advantages > 0)[:, None] & real
+        negative = (advantages < 0)[:, None] & real
+
+        def share(selected: torch.Tensor, among: torch.Tensor) -> float:
+            total = int(among.sum())
+            return float((selected & among).sum()) / total if total else 0.0
+
+        return {
+            "conflict_frac_pos": share(changed, positive),
+            "conflict_frac_neg": share(changed, negative),
+            "filtered_frac": float((keep == 0).float().mean()) if keep.numel() else 0.0,
+            "entropy_mean": float(completion_entropy.float().mean())
+            if completion_entropy.numel()
+            else 0.0,
+        }
+
+
+def gtpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    weights: torch.Tensor,
+    keep: torch.Tensor,
+    completion_entropy: torch.Tensor,
+    gamma: float = 0.1,
+    clip_eps: float = 0.2,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Eq. 7 as a loss: L = −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ].
+
+    Args:
+        logprobs: [N, L] log π_θ(o_{i,t}|s_{i,t}) of the sampled tokens, with grad.
+        old_logprobs: [N, L] the same under the sampling policy (no grad); equal to
+            `logprobs.detach()` with one iteration per batch.
+        advantages: [N] group-normalised advantages A_i.
+        completion_mask: [N, L] bool, True on real completion tokens.
+        weights: [N, L] λ from `gtpo.conflict_weights` (Eq. 5).
+        keep: [N] δ from `gtpo.entropy_filter` (Eq. 6).
+        completion_entropy: [N] ⟨H⟩_i with grad (`completion_entropy(token_entropy(...))`).
+        gamma: entropy penalty γ ≥ 0 (paper: 0.1). Entropy is minimised.
+        clip_eps: PPO clip range for the ratio r (inactive at r = 1).
+
+    Because λ·δ ≥ 0, min(r·λδA, clip(r)·λδA) = λδ·min(r·A, clip(r)·A): weighting the token
+    advantage is the same as weighting the clipped term, which is what the OpenRLHF adapter
+    relies on.
+    """
+    _check_shapes(
+        completion_mask,
+        {"logprobs": logprobs, "old_logprobs": old_logprobs, "weights": weights},
+        {"advantages": advantages, "keep": keep, "completion_entropy": completion_entropy},
+    )
+    if gamma < 0:
+        raise ValueError(f"gamma is an entropy *penalty* and must be >= 0, got {gamma}")
+    token_advantages = weights * (keep * advantages)[:, None]
+    surrogate = _clipped_surrogate(
+        logprobs, old_logprobs, token_advantages, completion_mask, clip_eps
+    )
+    objective = surrogate - gamma * completion_entropy
+    loss = -objective.mean()
+    metrics = gtpo_metrics(weights, advantages, completion_mask, keep, completion_entropy)
+    metrics["loss"] = float(loss.detach())
+    return loss, metrics
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    clip_eps: float = 0.2,
+    kl_coef: float = 0.0,
+    ref_logprobs: torch.Tensor | None = None,
+    completion_entropy: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Eq. 1 as a loss: L = −(1/N) Σ_i C̄_i + β · KL(π_θ ‖ π_ref).
+
+    GTPO with λ ≡ 1, δ ≡ 1, γ = 0 and no KL. The KL term uses the per-token estimator of
+    DeepSeekMath, exp(ref − logp) − (ref − logp) − 1, averaged per completion; it needs
+    `ref_logprobs` when `kl_coef` > 0. `completion_entropy` is only logged.
+    """
+    _check_shapes(
+        completion_mask,
+        {"logprobs": logprobs, "old_logprobs": old_logprobs, "ref_logprobs": ref_logprobs},
+        {"advantages": advantages, "completion_entropy": completion_entropy},
+    )
+    if kl_coef < 0:
+        raise ValueError(f"kl_coef must be >= 0, got {kl_coef}")
+    if kl_coef > 0 and ref_logprobs is None:
+        raise ValueError("kl_coef > 0 needs ref_logprobs (log-probs under the reference model)")
+    surrogate = _clipped_surrogate(
+        logprobs, old_logprobs, advantages[:, None].expand_as(logprobs), completion_mask, clip_eps
+    )
+    loss = -surrogate.mean()
+    metrics: dict[str, float] = {}
+    if kl_coef > 0:
+        log_ratio = ref_logprobs - logprobs
+        kl = _completion_mean(torch.exp(log_ratio) - log_ratio - 1, completion_mask).mean()
+        loss = loss + kl_coef * kl
+        metrics["kl"] = float(kl.detach())
+    if completion_entropy is not None:
+        metrics["entropy_mean"] = float(completion_entropy.detach().float().mean())
+    metrics["loss"] = float(loss.detach())
+    return loss, metrics

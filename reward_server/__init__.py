@@ -1,0 +1,1 @@
+"""The GTPO reward service: format and correctness scoring over HTTP."""
