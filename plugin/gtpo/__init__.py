@@ -10,7 +10,7 @@ and the tests:
 
 from gtpo.conflict import conflict_mask, conflict_weights
 from gtpo.entropy import LN2, completion_entropy, entropy_filter, token_entropy
-from gtpo.objective import gtpo_loss, gtpo_metrics, grpo_loss
+from gtpo.objective import grpo_loss, gtpo_loss, gtpo_metrics
 
 __version__ = "0.1.0"
 
@@ -20,8 +20,8 @@ __all__ = [
     "conflict_mask",
     "conflict_weights",
     "entropy_filter",
+    "grpo_loss",
     "gtpo_loss",
     "gtpo_metrics",
-    "grpo_loss",
     "token_entropy",
 ]

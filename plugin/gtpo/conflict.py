@@ -32,9 +32,7 @@ def _check_inputs(
     group_size: int,
 ) -> None:
     if completion_ids.dim() != 2:
-        raise ValueError(
-            f"completion_ids must be [N, L], got shape {tuple(completion_ids.shape)}"
-        )
+        raise ValueError(f"completion_ids must be [N, L], got shape {tuple(completion_ids.shape)}")
     if completion_mask.shape != completion_ids.shape:
         raise ValueError(
             f"completion_mask shape {tuple(completion_mask.shape)} must equal completion_ids "

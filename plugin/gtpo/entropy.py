@@ -92,7 +92,9 @@ def token_entropy(logits: torch.Tensor, chunk_size: int | None = None) -> torch.
     return entropy.view(logits.shape[:-1])
 
 
-def completion_entropy(token_entropies: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+def completion_entropy(
+    token_entropies: torch.Tensor, completion_mask: torch.Tensor
+) -> torch.Tensor:
     """⟨H⟩_i of Sec. 4.2: mean token entropy over each completion's real tokens. [N, L] -> [N].
 
     A completion with no tokens has ⟨H⟩ = 0 (it contributes no gradient either way).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+
 def _check_shapes(
     completion_mask: torch.Tensor,
     per_token: dict[str, torch.Tensor | None],
