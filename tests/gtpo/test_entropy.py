@@ -1,0 +1,115 @@
+"""token_entropy, completion_entropy and the Eq. 6 filter."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import gtpo
+from gtpo.entropy import LN2
+
+
+def textbook_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """H = −Σ_v p_v ln p_v in float64, straight from the definition."""
+    p = torch.softmax(logits.double(), dim=-1)
+    return -(p * torch.log(p)).sum(-1)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 3, 7, 1000])
+@pytest.mark.parametrize("shape", [(2, 5, 11), (3, 4), (1, 1, 1, 17)])
+def test_equals_textbook_formula(shape, chunk_size):
+    torch.manual_seed(0)
+    logits = torch.randn(*shape) * 3
+    got = gtpo.token_entropy(logits, chunk_size=chunk_size)
+    assert got.shape == shape[:-1]
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), textbook_entropy(logits), atol=1e-5, rtol=0)
+
+
+def test_large_vocabulary_in_low_precision_matches_fp64():
+    torch.manual_seed(1)
+    logits = (torch.randn(2, 3, 152_064) * 4).to(torch.bfloat16)
+    got = gtpo.token_entropy(logits, chunk_size=2)
+    torch.testing.assert_close(got.double(), textbook_entropy(logits.float()), atol=1e-5, rtol=0)
+
+
+def test_known_values_uniform_and_one_hot():
+    uniform = torch.zeros(1, 8)
+    assert gtpo.token_entropy(uniform).item() == pytest.approx(math.log(8), abs=1e-6)
+    two_way = torch.tensor([[0.0, 0.0, -math.inf, -math.inf]])
+    assert gtpo.token_entropy(two_way).item() == pytest.approx(LN2, abs=1e-6)
+    one_hot = torch.tensor([[0.0, -math.inf, -math.inf]])
+    assert gtpo.token_entropy(one_hot).item() == 0.0
+
+
+def test_gradient_matches_autograd_of_the_definition():
+    torch.manual_seed(2)
+    logits = torch.randn(3, 4, 9, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(lambda x: gtpo.token_entropy(x, chunk_size=5), (logits,))
+
+    weights = torch.randn(3, 4, dtype=torch.float64)
+    (gtpo.token_entropy(logits, chunk_size=2) * weights).sum().backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    (textbook_entropy(logits) * weights).sum().backward()
+    torch.testing.assert_close(ours, logits.grad)
+
+
+def test_gradient_is_finite_with_masked_vocabulary():
+    logits = torch.tensor([[0.5, -math.inf, 1.0, -math.inf]], requires_grad=True)
+    gtpo.token_entropy(logits).sum().backward()
+    assert torch.isfinite(logits.grad).all()
+    assert logits.grad[0, 1] == 0 and logits.grad[0, 3] == 0
+
+
+def test_backward_keeps_no_fp32_copy_of_the_logits():
+    """Autograd must save only the logits themselves and the [rows] entropy, never a softmax."""
+    logits = torch.randn(4, 6, 50, dtype=torch.bfloat16, requires_grad=True)
+    saved: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        entropy = gtpo.token_entropy(logits, chunk_size=3)
+    big = [t for t in saved if t.numel() >= logits.numel()]
+    assert all(t.dtype == torch.bfloat16 for t in big), [t.dtype for t in big]
+    assert all(t.untyped_storage().data_ptr() == logits.untyped_storage().data_ptr() for t in big)
+    entropy.sum().backward()
+    assert logits.grad.dtype == torch.bfloat16
+
+
+def test_rejects_integer_logits_and_bad_chunks():
+    with pytest.raises(TypeError, match="floating point"):
+        gtpo.token_entropy(torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="chunk_size"):
+        gtpo.token_entropy(torch.ones(2, 3), chunk_size=0)
+
+
+def test_completion_entropy_is_the_mean_over_real_tokens():
+    token = torch.tensor([[1.0, 2.0, 3.0, 99.0], [4.0, 99.0, 99.0, 99.0], [99.0] * 4])
+    mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)
+    assert gtpo.completion_entropy(token, mask).tolist() == [2.0, 4.0, 0.0]
+    with pytest.raises(ValueError, match="same shape"):
+        gtpo.completion_entropy(token, mask[:, :2])
+
+
+def test_entropy_filter_follows_eq6():
+    h = torch.tensor([0.1, LN2, LN2 + 1e-4, 2.0])
+    # Confident model (H_ini < ln 2): completions above ln 2 are filtered out, ln 2 itself kept.
+    assert gtpo.entropy_filter(h, h_ini=0.3).tolist() == [1.0, 1.0, 0.0, 0.0]
+    # Uncertain model (H_ini > ln 2) and the boundary H_ini = ln 2: everything is kept.
+    assert gtpo.entropy_filter(h, h_ini=1.2).tolist() == [1.0] * 4
+    assert gtpo.entropy_filter(h, h_ini=LN2).tolist() == [1.0] * 4
+
+
+def test_entropy_filter_is_not_differentiable_and_checks_h_ini():
+    h = torch.tensor([0.1, 2.0], requires_grad=True)
+    delta = gtpo.entropy_filter(h, h_ini=0.1)
+    assert not delta.requires_grad
+    for bad in (float("nan"), -0.5, float("inf")):
+        with pytest.raises(ValueError, match="h_ini"):
+            gtpo.entropy_filter(h, h_ini=bad)
