@@ -12,17 +12,20 @@ completion's last token. Only the first contiguous run from the start (forward) 
 Completions with A_i = 0 are in neither G+ nor G−, so they neither create nor receive conflicts.
 
 Cost: the token test compares the members of a group pairwise at each position, O(G²·L) per
-group and independent of the vocabulary size (the paper's public code counts (position, token)
-keys with a bincount of size L·V per group, gigabytes at V = 152k). Groups are processed in
-chunks so the peak stays bounded for any batch size.
+group at worst and independent of the vocabulary size (the paper's public code counts
+(position, token) keys with a bincount of size L·V per group, gigabytes at V = 152k). Since
+only the leading runs matter, columns are scanned in growing windows that stop once every run
+has ended, and groups are processed in chunks so the peak stays bounded for any batch size.
 """
 
 from __future__ import annotations
 
 import torch
 
-# Elements of the [groups, G, G, L] pairwise comparison materialised at once (bool, so bytes).
+# Elements of the [groups, G, G, W] pairwise comparison materialised at once (bool, so bytes).
 _PAIRWISE_BUDGET = 1 << 26
+# Columns examined in the first window of the run scan (then 2×, 4×, ... as long as runs go on).
+_FIRST_WINDOW = 32
 
 
 def _check_inputs(
@@ -46,6 +49,8 @@ def _check_inputs(
             f"advantages must be [N] = [{n}] (one scalar per completion), got "
             f"{tuple(advantages.shape)}"
         )
+    if advantages.is_floating_point() and not bool(torch.isfinite(advantages).all()):
+        raise ValueError("advantages contain NaN or inf; check the rewards and their std")
     if group_size < 1 or n % group_size != 0:
         raise ValueError(
             f"N = {n} completions cannot be split into groups of group_size = {group_size}; "
@@ -74,24 +79,21 @@ def _align_right(
     return ids.gather(1, index), reversed_mask, index
 
 
-def _leading_conflict_run(
+def _pairwise_conflicts(
     ids: torch.Tensor, mask: torch.Tensor, sign: torch.Tensor, group_size: int
 ) -> torch.Tensor:
-    """First contiguous run of conflict positions starting at column 0, per row. [N, L] bool.
+    """Conflict flags of every position, [N, W] bool, for a window of W columns.
 
     A position of completion i is a conflict when some completion j of the same group with the
     opposite advantage sign holds the same token id at the same column (both real tokens).
     """
-    n, length = ids.shape
+    n, width = ids.shape
     groups = n // group_size
-    ids_g = ids.view(groups, group_size, length)
-    mask_g = mask.view(groups, group_size, length)
+    ids_g = ids.view(groups, group_size, width)
+    mask_g = mask.view(groups, group_size, width)
     sign_g = sign.view(groups, group_size)
-
-    run = torch.zeros(n, length, dtype=torch.bool, device=ids.device)
-    run_g = run.view(groups, group_size, length)
-    per_group = max(1, group_size * group_size * max(length, 1))
-    chunk = max(1, _PAIRWISE_BUDGET // per_group)
+    conflicts = torch.empty(groups, group_size, width, dtype=torch.bool, device=ids.device)
+    chunk = max(1, _PAIRWISE_BUDGET // (group_size * group_size * max(width, 1)))
     for start in range(0, groups, chunk):
         stop = min(groups, start + chunk)
         c_ids, c_mask, c_sign = ids_g[start:stop], mask_g[start:stop], sign_g[start:stop]
@@ -100,9 +102,33 @@ def _leading_conflict_run(
         same_token = c_ids[:, :, None, :] == c_ids[:, None, :, :]
         same_token &= c_mask[:, None, :, :]  # the partner's token must be real, not padding
         same_token &= opposite[..., None]
-        conflict = same_token.any(dim=2) & c_mask
+        conflicts[start:stop] = same_token.any(dim=2) & c_mask
+    return conflicts.view(n, width)
+
+
+def _leading_conflict_run(
+    ids: torch.Tensor, mask: torch.Tensor, sign: torch.Tensor, group_size: int
+) -> torch.Tensor:
+    """First contiguous run of conflict positions starting at column 0, per row. [N, L] bool.
+
+    Runs are usually short (the formatting tags), so columns are examined in windows of
+    doubling width and the scan stops once every run has ended: typical cost O(G²·run) per
+    group, never more than twice the full O(G²·L).
+    """
+    n, length = ids.shape
+    run = torch.zeros(n, length, dtype=torch.bool, device=ids.device)
+    alive = torch.ones(n, 1, dtype=torch.bool, device=ids.device)
+    start, width = 0, _FIRST_WINDOW
+    while start < length:
+        stop = min(length, start + width)
+        window = _pairwise_conflicts(ids[:, start:stop], mask[:, start:stop], sign, group_size)
+        window &= alive  # a run that ended before this window stays ended
         # cumprod keeps a position only while every earlier position was a conflict too.
-        run_g[start:stop] = conflict.to(torch.uint8).cumprod(dim=-1).bool()
+        run[:, start:stop] = window.to(torch.uint8).cumprod(dim=-1).bool()
+        alive = run[:, stop - 1 : stop]
+        if not bool(alive.any()):
+            break
+        start, width = stop, width * 2
     return run
 
 
@@ -152,10 +178,6 @@ def conflict_weights(
     """
     mask = conflict_mask(completion_ids, completion_mask, advantages, group_size)
     positive = (advantages.detach() > 0)[:, None]
-    on_conflict = torch.where(
-        positive,
-        torch.tensor(float(conflict_weight), device=mask.device),
-        torch.tensor(0.0, device=mask.device),
-    )
-    weights = torch.where(mask, on_conflict, torch.tensor(1.0, device=mask.device))
+    on_conflict = torch.where(positive, float(conflict_weight), 0.0)
+    weights = torch.where(mask, on_conflict, 1.0)
     return weights * completion_mask

@@ -136,22 +136,33 @@ def test_matches_brute_force_reference(batch, conflict_weight):
 
 
 @contextmanager
-def pairwise_budget(budget: int):
-    saved = conflict_module._PAIRWISE_BUDGET
-    conflict_module._PAIRWISE_BUDGET = budget
+def small_work_units(budget: int, first_window: int):
+    """Force the chunk loop over groups and the windowed run scan with tiny units."""
+    saved = conflict_module._PAIRWISE_BUDGET, conflict_module._FIRST_WINDOW
+    conflict_module._PAIRWISE_BUDGET, conflict_module._FIRST_WINDOW = budget, first_window
     try:
         yield
     finally:
-        conflict_module._PAIRWISE_BUDGET = saved
+        conflict_module._PAIRWISE_BUDGET, conflict_module._FIRST_WINDOW = saved
 
 
-@settings(max_examples=60, deadline=None)
-@given(batches())
-def test_chunked_groups_match_single_pass(batch):
+@settings(max_examples=100, deadline=None)
+@given(batches(), st.integers(1, 3))
+def test_chunked_and_windowed_scan_match_reference(batch, first_window):
     groups, advantages, pad_id = batch
-    with pairwise_budget(1):  # one group per chunk: exercises the chunk loop
+    with small_work_units(budget=1, first_window=first_window):
         got = weights_for(groups, advantages, pad_id=pad_id)
     assert got == expected_for(groups, advantages)
+
+
+def test_long_runs_cross_many_scan_windows():
+    torch.manual_seed(0)
+    shared = torch.randint(0, 50, (300,)).tolist()
+    groups = [[shared, shared[:200] + [7] + shared[201:], shared[:-1], [9] + shared]]
+    advantages = [[1.0, -1.0, -0.5, 0.5]]
+    got = weights_for(groups, advantages)
+    assert got == expected_for(groups, advantages)
+    assert got[0][:200] == [2.0] * 200  # the forward run spans 200 tokens (several windows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,6 +288,7 @@ def test_empty_batch_and_empty_completions():
         (lambda ids, mask, adv: (ids, mask, adv[:3], 2), "advantages must be \\[N\\]"),
         (lambda ids, mask, adv: (ids, mask, adv, 3), "groups of group_size = 3"),
         (lambda ids, mask, adv: (ids, mask, adv, 0), "group_size = 0"),
+        (lambda ids, mask, adv: (ids, mask, adv / 0, 2), "NaN or inf"),
     ],
 )
 def test_bad_inputs_raise_readable_errors(change, message):
