@@ -116,11 +116,10 @@ def measure(method: str, vocab: int, length: int, group: int, prompts: int, budg
 
 
 def run_isolated(method: str, vocab: int, length: int, group: int, prompts: int, budget: float):
-    code = (
-        "import json, sys; sys.path.insert(0, %r); import conflict_masks as b; "
-        "print(json.dumps(b.measure(%r, %d, %d, %d, %d, %f)))"
-        % (os.path.dirname(os.path.abspath(__file__)), method, vocab, length, group, prompts, budget)
-    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    call = f"b.measure({method!r}, {vocab}, {length}, {group}, {prompts}, {budget})"
+    code = f"import json, sys; sys.path.insert(0, {here!r}); import conflict_masks as b; "
+    code += f"print(json.dumps({call}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

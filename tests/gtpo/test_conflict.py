@@ -158,7 +158,7 @@ def test_chunked_and_windowed_scan_match_reference(batch, first_window):
 def test_long_runs_cross_many_scan_windows():
     torch.manual_seed(0)
     shared = torch.randint(0, 50, (300,)).tolist()
-    groups = [[shared, shared[:200] + [7] + shared[201:], shared[:-1], [9] + shared]]
+    groups = [[shared, [*shared[:200], 7, *shared[201:]], shared[:-1], [9, *shared]]]
     advantages = [[1.0, -1.0, -0.5, 0.5]]
     got = weights_for(groups, advantages)
     assert got == expected_for(groups, advantages)
