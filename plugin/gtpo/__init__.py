@@ -4,12 +4,19 @@ The method's core on plain tensors, shared by the OpenRLHF adapter, the embedded
 and the tests:
 
 - `conflict_weights` / `conflict_mask`: conflict tokens and λ (Sec. 5.1, Eq. 4-5)
-- `token_entropy`, `completion_entropy`, `entropy_filter`: entropy and δ (Sec. 5.2, Eq. 6)
+- `token_entropy`, `token_logprobs_and_entropy`, `completion_entropy`, `entropy_filter`:
+  entropy and δ (Sec. 5.2, Eq. 6)
 - `gtpo_loss`, `grpo_loss`, `gtpo_metrics`: the objective (Eq. 7) and the GRPO baseline (Eq. 1)
 """
 
 from gtpo.conflict import conflict_mask, conflict_weights
-from gtpo.entropy import LN2, completion_entropy, entropy_filter, token_entropy
+from gtpo.entropy import (
+    LN2,
+    completion_entropy,
+    entropy_filter,
+    token_entropy,
+    token_logprobs_and_entropy,
+)
 from gtpo.objective import grpo_loss, gtpo_loss, gtpo_metrics
 
 __version__ = "0.1.0"
@@ -24,4 +31,5 @@ __all__ = [
     "gtpo_loss",
     "gtpo_metrics",
     "token_entropy",
+    "token_logprobs_and_entropy",
 ]

@@ -113,3 +113,40 @@ def test_entropy_filter_is_not_differentiable_and_checks_h_ini():
     for bad in (float("nan"), -0.5, float("inf")):
         with pytest.raises(ValueError, match="h_ini"):
             gtpo.entropy_filter(h, h_ini=bad)
+
+
+def test_fused_logprobs_and_entropy_match_separate_computations():
+    torch.manual_seed(5)
+    logits = torch.randn(3, 7, 13) * 2
+    ids = torch.randint(0, 13, (3, 7))
+    logprobs, entropy = gtpo.token_logprobs_and_entropy(logits, ids, chunk_size=4)
+    expected = torch.log_softmax(logits.double(), -1).gather(-1, ids[..., None]).squeeze(-1)
+    torch.testing.assert_close(logprobs.double(), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(entropy.double(), textbook_entropy(logits), atol=1e-6, rtol=0)
+
+
+def test_fused_gradient_combines_both_outputs():
+    torch.manual_seed(6)
+    logits = torch.randn(2, 5, 9, dtype=torch.float64, requires_grad=True)
+    ids = torch.randint(0, 9, (2, 5))
+    torch.autograd.gradcheck(
+        lambda x: gtpo.token_logprobs_and_entropy(x, ids, chunk_size=3), (logits,)
+    )
+    w_lp, w_h = torch.randn(2, 5, dtype=torch.float64), torch.randn(2, 5, dtype=torch.float64)
+    logprobs, entropy = gtpo.token_logprobs_and_entropy(logits, ids, chunk_size=4)
+    ((logprobs * w_lp).sum() + (entropy * w_h).sum()).backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    reference_lp = torch.log_softmax(logits, -1).gather(-1, ids[..., None]).squeeze(-1)
+    ((reference_lp * w_lp).sum() + (textbook_entropy(logits) * w_h).sum()).backward()
+    torch.testing.assert_close(ours, logits.grad)
+
+
+def test_fused_handles_masked_vocabulary_and_checks_shapes():
+    logits = torch.tensor([[0.0, -math.inf, 1.0]], requires_grad=True)
+    logprobs, entropy = gtpo.token_logprobs_and_entropy(logits, torch.tensor([2]))
+    (logprobs.sum() + entropy.sum()).backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad[0, 1] == 0
+    assert logprobs.item() == pytest.approx(1.0 - math.log(1 + math.e), abs=1e-6)
+    with pytest.raises(ValueError, match="token_ids shape"):
+        gtpo.token_logprobs_and_entropy(logits, torch.tensor([[2]]))
