@@ -168,8 +168,8 @@ def completion_entropy(
             f"token_entropies {tuple(token_entropies.shape)} and completion_mask "
             f"{tuple(completion_mask.shape)} must have the same shape [N, L]"
         )
-    mask = completion_mask.to(token_entropies.dtype)
-    return (token_entropies * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+    total = torch.where(completion_mask.bool(), token_entropies, 0.0).sum(-1)
+    return total / completion_mask.sum(-1).clamp(min=1).to(token_entropies.dtype)
 
 
 def entropy_filter(completion_entropy: torch.Tensor, h_ini: float) -> torch.Tensor:

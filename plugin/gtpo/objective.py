@@ -32,9 +32,12 @@ def _check_shapes(
 
 
 def _completion_mean(values: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """(1/|o_i|) Σ_t values_{i,t} over real tokens: [N, L] -> [N]."""
-    mask = completion_mask.to(values.dtype)
-    return (values * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+    """(1/|o_i|) Σ_t values_{i,t} over real tokens: [N, L] -> [N].
+
+    `where`, not a product with the mask: padding may hold inf/nan log-probs, and 0 · inf = nan.
+    """
+    total = torch.where(completion_mask.bool(), values, 0.0).sum(-1)
+    return total / completion_mask.sum(-1).clamp(min=1).to(values.dtype)
 
 
 def _clipped_surrogate(
@@ -49,7 +52,10 @@ def _clipped_surrogate(
     With one policy iteration per batch the ratio r is 1 and this is Σ_t A / |o_i| with the
     policy gradient of Eq. 2; the clip only matters when a batch is reused.
     """
-    ratio = torch.exp(logprobs - old_logprobs)
+    # Zero the padding first: its log-probs may be ±inf/nan, and any arithmetic on them after
+    # this point would send nan back into the model's gradient.
+    real = completion_mask.bool()
+    ratio = torch.exp(torch.where(real, logprobs, 0.0) - torch.where(real, old_logprobs, 0.0))
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
     surrogate = torch.minimum(ratio * token_advantages, clipped * token_advantages)
     return _completion_mean(surrogate, completion_mask)
@@ -166,7 +172,8 @@ def grpo_loss(
     loss = -surrogate.mean()
     metrics: dict[str, float] = {}
     if kl_coef > 0:
-        log_ratio = ref_logprobs - logprobs
+        real = completion_mask.bool()
+        log_ratio = torch.where(real, ref_logprobs, 0.0) - torch.where(real, logprobs, 0.0)
         kl = _completion_mean(torch.exp(log_ratio) - log_ratio - 1, completion_mask).mean()
         loss = loss + kl_coef * kl
         metrics["kl"] = float(kl.detach())

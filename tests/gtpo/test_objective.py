@@ -248,3 +248,19 @@ def test_bad_shapes_and_settings_raise_readable_errors():
         gtpo.gtpo_loss(**good, gamma=-0.1)
     with pytest.raises(ValueError, match="completion_mask must be"):
         gtpo.gtpo_loss(**{**good, "completion_mask": mask[0]})
+
+
+def test_garbage_on_padding_does_not_leak_into_loss_or_gradient():
+    logprobs = torch.tensor([[-1.0, -0.5, float("nan")], [-2.0, float("-inf"), float("inf")]])
+    logprobs.requires_grad_()
+    old = torch.tensor([[-1.0, -0.5, 0.0], [-2.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    token_entropy = torch.tensor([[0.5, 0.7, float("nan")], [0.2, float("inf"), 1.0]])
+    entropy = gtpo.completion_entropy(token_entropy, mask)
+    assert entropy.tolist() == pytest.approx([0.6, 0.2])
+    loss, _ = gtpo.gtpo_loss(
+        logprobs, old, torch.tensor([1.0, -1.0]), mask, torch.ones(2, 3), torch.ones(2), entropy
+    )
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(logprobs.grad).all()
+    assert logprobs.grad[~mask].abs().sum() == 0
