@@ -1,0 +1,105 @@
+"""`gtpo-openrlhf` / `python -m gtpo.openrlhf`: OpenRLHF's train_ppo_ray with GTPO inside.
+
+    gtpo-openrlhf [every openrlhf.cli.train_ppo_ray flag] [--gtpo.* flags]
+
+OpenRLHF builds its parser inline under `if __name__ == "__main__"` and parses strictly, so the
+launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3)
+rebinds three names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
+and check the GTPO flags), `PPOTrainer` and `PolicyModelActor` (to the Ray actor subclasses of
+`gtpo.openrlhf.actors`) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No OpenRLHF
+file is modified; the rebinding is undone when training returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import runpy
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from gtpo.openrlhf import enable_logging
+from gtpo.openrlhf.compat import OpenRLHFIncompatibleError, check_openrlhf
+from gtpo.openrlhf.flags import (
+    GTPOConfigError,
+    build_parser,
+    configure,
+    parse_gtpo_flags,
+    split_argv,
+)
+
+logger = logging.getLogger(__name__)
+
+TARGET = "openrlhf.cli.train_ppo_ray"
+
+
+@contextmanager
+def installed(gtpo_flags: argparse.Namespace) -> Iterator[None]:
+    """Rebind OpenRLHF's hierarchize, PPOTrainer and PolicyModelActor for the duration.
+
+    `gtpo_flags` is the flat namespace of `parse_gtpo_flags` (dests like "gtpo.gamma"); the
+    wrapped hierarchize merges it into OpenRLHF's flat namespace so OpenRLHF's own hierarchize
+    nests it as args.gtpo, then `flags.configure` refuses contradicting settings and sets −γ.
+    """
+    from openrlhf.trainer import ppo_trainer
+    from openrlhf.trainer.ray import ppo_actor
+    from openrlhf.utils import config
+
+    from gtpo.openrlhf import actors
+
+    original_hierarchize = config.hierarchize
+
+    def hierarchize(args: argparse.Namespace):
+        clash = set(vars(args)) & set(vars(gtpo_flags))
+        if clash:
+            raise GTPOConfigError(f"OpenRLHF already defines {sorted(clash)}; rename the flags")
+        nested = original_hierarchize(argparse.Namespace(**vars(args), **vars(gtpo_flags)))
+        configure(nested)
+        return nested
+
+    bindings = [
+        (config, "hierarchize", hierarchize),
+        (ppo_trainer, "PPOTrainer", actors.GTPOPPOTrainerActor),
+        (ppo_actor, "PolicyModelActor", actors.GTPOPolicyModelRayActor),
+    ]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in bindings]
+    for module, name, value in bindings:
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of `gtpo-openrlhf`; exits 2 with a message on a refused command line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    enable_logging()
+    gtpo_tokens, openrlhf_argv = split_argv(argv)
+    if "-h" in openrlhf_argv or "--help" in openrlhf_argv:
+        build_parser().print_help(sys.stdout)
+        sys.stdout.write("\nOpenRLHF's train_ppo_ray flags follow.\n\n")
+    gtpo_flags = parse_gtpo_flags(gtpo_tokens)
+    try:
+        version = check_openrlhf()
+    except OpenRLHFIncompatibleError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(2) from None
+    logger.info("gtpo-openrlhf: OpenRLHF %s, running %s with GTPO", version, TARGET)
+
+    saved_argv = sys.argv
+    sys.argv = ["gtpo-openrlhf", *openrlhf_argv]
+    try:
+        with installed(gtpo_flags):
+            runpy.run_module(TARGET, run_name="__main__", alter_sys=False)
+    except GTPOConfigError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(2) from None
+    finally:
+        sys.argv = saved_argv
+
+
+if __name__ == "__main__":
+    main()

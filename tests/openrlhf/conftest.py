@@ -1,0 +1,137 @@
+"""Shared set-up for the OpenRLHF adapter tests.
+
+OpenRLHF imports `flash_attn` and `vllm` at module level; neither installs without CUDA. When
+they are missing, `tests/standins` (minimal modules, see its README) is appended to sys.path —
+appended, so a real install always wins. Everything else is the real OpenRLHF 0.11.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Keep the test Ray cluster on loopback: with this off, Ray uses 127.0.0.1 as the node address
+# instead of resolving the machine's outward IP (ray._private.services.get_node_ip_address).
+# Set before anything imports ray; inherited by the Ray worker processes.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+STANDINS = Path(__file__).resolve().parents[1] / "standins"
+NEEDS_STANDINS = [m for m in ("flash_attn", "vllm") if importlib.util.find_spec(m) is None]
+if NEEDS_STANDINS and str(STANDINS) not in sys.path:
+    sys.path.append(str(STANDINS))
+
+# Minimal valid command line for train_ppo_ray under GTPO (OpenRLHF's own defaults otherwise).
+BASE_ARGV = [
+    "--actor.model_name_or_path",
+    "tiny-model",
+    "--reward.remote_url",
+    "http://127.0.0.1:8000/get_reward",
+    "--algo.advantage.estimator",
+    "group_norm",
+    "--algo.kl.init_coef",
+    "0",
+    "--rollout.n_samples_per_prompt",
+    "4",
+    "--rollout.batch_size",
+    "8",
+    "--train.batch_size",
+    "32",
+    "--vllm.num_engines",
+    "1",
+    "--actor.num_gpus_per_node",
+    "1",
+]
+
+
+class Captured(Exception):
+    """Raised by the stand-in get_strategy to hand the final args back to the test."""
+
+    def __init__(self, args: Any) -> None:
+        super().__init__("captured")
+        self.captured_args = args
+
+
+def run_train_ppo_ray(
+    monkeypatch: pytest.MonkeyPatch, argv: Sequence[str], *, gtpo: bool = True
+) -> Any:
+    """Run train_ppo_ray as __main__ (through the launcher when gtpo) up to train(args).
+
+    Stops at OpenRLHF's `get_strategy(args)`, the first thing train() does once Ray is up, and
+    returns the args exactly as OpenRLHF's train() received them.
+    """
+    pytest.importorskip("openrlhf")
+    import runpy
+
+    import openrlhf.utils
+    import ray
+
+    def capture(args: Any) -> Any:
+        raise Captured(args)
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(openrlhf.utils, "get_strategy", capture)
+    try:
+        if gtpo:
+            from gtpo.openrlhf.__main__ import main
+
+            main(list(argv))
+        else:
+            monkeypatch.setattr(sys, "argv", ["train_ppo_ray", *argv])
+            runpy.run_module("openrlhf.cli.train_ppo_ray", run_name="__main__", alter_sys=False)
+    except Captured as captured:
+        return captured.captured_args
+    raise AssertionError("train_ppo_ray returned before calling train(args)")
+
+
+@pytest.fixture
+def run_orl(monkeypatch: pytest.MonkeyPatch):
+    """Factory: args as train_ppo_ray's train() receives them, via the launcher or without it."""
+
+    def run(argv: Sequence[str], gtpo: bool = True) -> Any:
+        return run_train_ppo_ray(monkeypatch, argv, gtpo=gtpo)
+
+    return run
+
+
+@pytest.fixture
+def openrlhf_args(run_orl):
+    """Factory: hierarchized args from the launcher for BASE_ARGV plus extra flags."""
+
+    def make(*extra: str) -> Any:
+        return run_orl([*BASE_ARGV, *extra])
+
+    return make
+
+
+@pytest.fixture
+def base_argv() -> list[str]:
+    return list(BASE_ARGV)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[Any]:
+    """A real local Ray cluster on CPU, on loopback, whose workers see the stand-ins too.
+
+    Module scope: the cluster's processes are gone before other test directories run.
+    """
+    ray = pytest.importorskip("ray")
+    paths = [str(STANDINS)] if NEEDS_STANDINS else []
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+        log_to_driver=False,
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

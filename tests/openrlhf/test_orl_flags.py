@@ -1,0 +1,230 @@
+"""Flag handling of gtpo-openrlhf, through OpenRLHF's real train_ppo_ray __main__ block.
+
+Each run stops where OpenRLHF's train(args) starts (see conftest.run_train_ppo_ray), so the
+args checked are the ones every Ray actor receives inside strategy.args.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("openrlhf")
+pytest.importorskip("deepspeed")
+
+from gtpo.openrlhf.flags import split_argv
+
+
+def flatten(ns: SimpleNamespace, prefix: str = "") -> dict:
+    out = {}
+    for key, value in vars(ns).items():
+        if isinstance(value, SimpleNamespace):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def test_split_argv_keeps_openrlhf_tokens_in_order():
+    argv = [
+        "--actor.model_name_or_path",
+        "m",
+        "--gtpo.gamma",
+        "0.05",
+        "--algo.kl.init_coef",
+        "0",
+        "--gtpo.no_conflict",
+        "--gtpo.entropy_filter=on",
+        "--ds.packing_samples",
+        "--gtpo.h_ini",
+        "0.3",
+    ]
+    gtpo, rest = split_argv(argv)
+    assert gtpo == [
+        "--gtpo.gamma",
+        "0.05",
+        "--gtpo.no_conflict",
+        "--gtpo.entropy_filter=on",
+        "--gtpo.h_ini",
+        "0.3",
+    ]
+    assert rest == [
+        "--actor.model_name_or_path",
+        "m",
+        "--algo.kl.init_coef",
+        "0",
+        "--ds.packing_samples",
+    ]
+
+
+def test_gtpo_flags_arrive_in_hierarchized_args(openrlhf_args):
+    args = openrlhf_args(
+        "--gtpo.gamma",
+        "0.05",
+        "--gtpo.conflict_weight=3",
+        "--gtpo.entropy_filter",
+        "off",
+        "--gtpo.h_ini",
+        "0.42",
+        "--gtpo.no_conflict",
+        "--gtpo.collapse_patience",
+        "7",
+    )
+    assert vars(args.gtpo) == {
+        "algo": "gtpo",
+        "gamma": 0.05,
+        "conflict_weight": 3.0,
+        "no_conflict": True,
+        "entropy_filter": "off",
+        "h_ini": 0.42,
+        "collapse_patience": 7,
+    }
+    # OpenRLHF does `loss -= entropy * coef`; Eq. 7 subtracts γ⟨H⟩ from the objective.
+    assert args.actor.entropy_coef == pytest.approx(-0.05)
+
+
+def test_defaults_follow_the_paper(openrlhf_args):
+    args = openrlhf_args()
+    assert args.gtpo.gamma == 0.1 and args.gtpo.conflict_weight == 2.0
+    assert args.gtpo.entropy_filter == "auto" and args.gtpo.h_ini is None
+    assert args.actor.entropy_coef == pytest.approx(-0.1)
+
+
+def test_gamma_zero_turns_openrlhf_entropy_term_off(openrlhf_args):
+    assert openrlhf_args("--gtpo.gamma", "0").actor.entropy_coef is None
+
+
+def test_openrlhf_flags_pass_through_untouched(run_orl, base_argv):
+    own = [
+        *base_argv,
+        "--actor.adam.lr",
+        "1e-6",
+        "--rollout.temperature",
+        "1.0",
+        "--data.input_template",
+        "Q: {}\nA:",
+        "--algo.advantage.is_correction_threshold",
+        "2.0",
+        "--ckpt.save_steps",
+        "10",
+        "--actor.loss_agg_mode",
+        "seq-mean-token-mean",
+    ]
+    plain = flatten(run_orl(own, gtpo=False))
+    with_gtpo = flatten(run_orl([*own[:6], "--gtpo.gamma", "0.2", *own[6:]]))
+    gtpo_only = {k for k in with_gtpo if k.startswith("gtpo.")}
+    assert gtpo_only == {
+        f"gtpo.{k}"
+        for k in (
+            "algo",
+            "gamma",
+            "conflict_weight",
+            "no_conflict",
+            "entropy_filter",
+            "h_ini",
+            "collapse_patience",
+        )
+    }
+    assert with_gtpo.pop("actor.entropy_coef") == pytest.approx(-0.2)
+    assert plain.pop("actor.entropy_coef") is None
+    for key in gtpo_only:
+        with_gtpo.pop(key)
+    assert with_gtpo.keys() == plain.keys()
+    different = {
+        k: (plain[k], with_gtpo[k])
+        for k in plain
+        if plain[k] != with_gtpo[k] and not (k.endswith("run_name"))  # timestamped by OpenRLHF
+    }
+    assert different == {}
+    assert with_gtpo["algo.advantage.is_correction_threshold"] == [0.0, 2.0]  # OpenRLHF's own
+
+
+REFUSED = {
+    "estimator": (
+        ["--algo.advantage.estimator", "gae"],
+        "Pass --algo.advantage.estimator group_norm",
+    ),
+    "single_sample": (
+        ["--rollout.n_samples_per_prompt", "1"],
+        "Pass --rollout.n_samples_per_prompt 8",
+    ),
+    "kl_coef": (["--algo.kl.init_coef", "0.01"], "Pass --algo.kl.init_coef 0"),
+    "kl_default": (None, "OpenRLHF's default is 0.01"),
+    "kl_loss": (["--algo.kl.use_loss"], "Drop --algo.kl.use_loss"),
+    "async": (["--train.async_enable"], "Drop --train.async_enable"),
+    "entropy_coef": (["--actor.entropy_coef", "0.01"], "Remove --actor.entropy_coef"),
+    "negative_gamma": (["--gtpo.gamma", "-0.1"], "must be a finite number >= 0"),
+    "bad_h_ini": (["--gtpo.h_ini", "nan"], "leave the flag out to measure it"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_forbidden_settings_are_refused_with_what_to_change(run_orl, base_argv, caplog, case):
+    extra, message = REFUSED[case]
+    if extra is None:  # KL left at OpenRLHF's default
+        i = base_argv.index("--algo.kl.init_coef")
+        argv = base_argv[:i] + base_argv[i + 2 :]
+    else:
+        argv = [*base_argv, *extra]
+    with caplog.at_level(logging.ERROR, logger="gtpo"), pytest.raises(SystemExit) as exit_info:
+        run_orl(argv)
+    assert exit_info.value.code == 2
+    refused = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert "refuses" in refused and message in refused
+
+
+def test_every_refusal_is_reported_at_once(run_orl, base_argv, caplog):
+    argv = [*base_argv, "--algo.advantage.estimator", "rloo", "--train.async_enable"]
+    with caplog.at_level(logging.ERROR, logger="gtpo"), pytest.raises(SystemExit):
+        run_orl(argv)
+    text = caplog.text
+    assert "group_norm" in text and "--train.async_enable" in text
+
+
+def test_grpo_baseline_allows_kl_and_keeps_openrlhf_entropy_coef(openrlhf_args):
+    args = openrlhf_args("--gtpo.algo", "grpo", "--algo.kl.init_coef", "0.001")
+    assert args.gtpo.algo == "grpo"
+    assert args.algo.kl.init_coef == 0.001
+    assert args.actor.entropy_coef is None  # γ = 0: the baseline has no entropy term
+
+
+def test_grpo_baseline_still_refuses_async(run_orl, base_argv):
+    with pytest.raises(SystemExit):
+        run_orl([*base_argv, "--gtpo.algo", "grpo", "--train.async_enable"])
+
+
+def test_unknown_gtpo_flag_is_an_error(run_orl, base_argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_orl([*base_argv, "--gtpo.gama", "0.1"])
+    assert exit_info.value.code == 2
+    assert "--gtpo.gama" in capsys.readouterr().err
+
+
+def test_off_policy_settings_are_warned_about(openrlhf_args, caplog):
+    with caplog.at_level(logging.WARNING, logger="gtpo"):
+        openrlhf_args("--train.batch_size", "16", "--train.max_epochs", "2")
+    text = caplog.text
+    assert (
+        "--train.batch_size 16 != --rollout.batch_size × --rollout.n_samples_per_prompt = 32"
+        in text
+    )
+    assert "Set --train.batch_size 32" in text
+    assert "--train.max_epochs 2" in text
+
+
+def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):
+    with caplog.at_level(logging.WARNING, logger="gtpo"):
+        openrlhf_args("--actor.loss_agg_mode", "seq-mean-token-mean")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_launcher_restores_openrlhf_names(openrlhf_args):
+    from openrlhf.trainer import ppo_trainer
+    from openrlhf.trainer.ray import ppo_actor
+    from openrlhf.utils import config
+
+    before = (config.hierarchize, ppo_trainer.PPOTrainer, ppo_actor.PolicyModelActor)
+    openrlhf_args()
+    assert (config.hierarchize, ppo_trainer.PPOTrainer, ppo_actor.PolicyModelActor) == before

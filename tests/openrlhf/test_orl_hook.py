@@ -1,0 +1,200 @@
+"""The advantage hook on real OpenRLHF Experience objects.
+
+Rollout samples are built by OpenRLHF's own SamplesGenerator._process_response_into_experience,
+split into micro-batches by OpenRLHF's split_rollout_samples (fixed size, straddling prompt
+groups; and dynamic batching, non-contiguous rows) or shuffled by hand, and given group_norm
+advantages by OpenRLHF's RemoteExperienceMaker. The hook must leave exactly
+group_norm × λ·δ, with λ and δ computed directly by the core on the rollout in prompt order.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("openrlhf")
+pytest.importorskip("deepspeed")
+
+from openrlhf.trainer.ppo_utils.experience import Experience
+from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
+from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+
+from gtpo import conflict_weights, entropy_filter
+from gtpo.openrlhf.hook import apply_gtpo
+
+G = 4
+PAD = 0
+
+
+def make_rollout(num_prompts: int, seed: int):
+    """OpenRLHF rollout samples plus the ground truth the test checks against."""
+    rng = random.Random(seed)
+    samples, completions, rewards, entropies = [], [], [], []
+    for k in range(num_prompts):
+        prompt = [rng.randint(10, 20) for _ in range(rng.randint(2, 6))]
+        group_rewards = [float(rng.randint(0, 2)) for _ in range(G)]
+        if k == 1:
+            group_rewards = [1.0] * G  # std 0: every A_i = 0, nothing to protect or penalise
+        for j in range(G):
+            body = [rng.randint(1, 3) for _ in range(rng.randint(1, 9))]  # tiny vocab: collisions
+            if j % 2 == 0:
+                body[:2] = [5, 6][: len(body)]  # shared prefix in half the group
+            body[-1] = 7  # shared end-of-answer token
+            response = {
+                "observation_tokens": prompt + body,
+                "action_ranges": [(len(prompt), len(prompt) + len(body))],
+                "reward": group_rewards[j],
+                "scores": group_rewards[j],
+                "rollout_log_probs": None,
+                "prompt": f"prompt {k}",
+                "label": "x",
+                "truncated": False,
+                "extra_logs": {},
+            }
+            samples.append(SamplesGenerator._process_response_into_experience(None, response))
+            completions.append(body)
+            rewards.append(group_rewards[j])
+            entropies.append(rng.uniform(0.3, 1.1))  # ⟨H⟩_i on both sides of ln 2
+    return samples, completions, torch.tensor(rewards), torch.tensor(entropies)
+
+
+def core_factors(completions, rewards, entropies, h_ini, conflict, filter_mode):
+    """λ [N, L] and δ [N] straight from the core, on the rollout in prompt order."""
+    length = max(len(c) for c in completions)
+    ids = torch.zeros(len(completions), length, dtype=torch.long)
+    mask = torch.zeros(len(completions), length, dtype=torch.bool)
+    for i, c in enumerate(completions):
+        ids[i, : len(c)] = torch.tensor(c)
+        mask[i, : len(c)] = True
+    grouped = rewards.reshape(-1, G)
+    advantages = (
+        (grouped - grouped.mean(-1, keepdim=True)) / (grouped.std(-1, keepdim=True) + 1e-9)
+    ).reshape(-1)
+    weights = conflict_weights(ids, mask, advantages, G, 2.0) if conflict else mask.float()
+    if filter_mode == "off":
+        keep = torch.ones(len(completions))
+    else:
+        keep = entropy_filter(entropies, h_ini if filter_mode == "auto" else 0.0)
+    return weights, keep
+
+
+def maker_for(args) -> RemoteExperienceMaker:
+    strategy = SimpleNamespace(args=args)
+    tokenizer = SimpleNamespace(pad_token_id=PAD)
+    return RemoteExperienceMaker(
+        None, None, None, None, FixedKLController(0.0), strategy, tokenizer
+    )
+
+
+def with_group_norm(maker: RemoteExperienceMaker, experiences):
+    for e in experiences:
+        # What make_experience leaves when there is no reference model.
+        e.kl = torch.zeros_like(e.action_mask, dtype=torch.float32)
+    return maker.compute_advantages_and_returns(experiences)
+
+
+def shuffled_micro_batches(samples, seed: int):
+    rows = list(range(len(samples)))
+    random.Random(seed).shuffle(rows)
+    batches = []
+    for start in range(0, len(rows), 3):
+        part = []
+        for r in rows[start : start + 3]:
+            sample = copy.deepcopy(samples[r])
+            sample.index = [r]
+            part.append(sample)
+        batches.append(Experience.concat_experiences(part, PAD))
+    return batches
+
+
+SPLITS = {
+    "fixed": ("--rollout.micro_batch_size", "3"),
+    "dynamic": (
+        "--train.dynamic_batch_enable",
+        "--rollout.max_tokens_per_gpu",
+        "40",
+        "--actor.num_gpus_per_node",
+        "2",
+    ),
+    "shuffled": (),
+}
+
+
+@pytest.mark.parametrize("split", sorted(SPLITS))
+@pytest.mark.parametrize(
+    ("conflict", "filter_mode"), [(True, "auto"), (True, "off"), (False, "on")]
+)
+def test_hook_is_group_norm_times_core_weights(openrlhf_args, split, conflict, filter_mode):
+    args = openrlhf_args(*SPLITS[split])
+    maker = maker_for(args)
+    samples, completions, rewards, entropies = make_rollout(num_prompts=5, seed=7)
+    if split == "shuffled":
+        experiences = shuffled_micro_batches(samples, seed=3)
+    else:
+        experiences = maker.split_rollout_samples(samples)
+
+    orders = [list(e.index) for e in experiences]
+    assert any(len({i // G for i in o}) > 1 for o in orders), "no micro-batch straddles groups"
+    if split != "fixed":
+        assert any(o != list(range(o[0], o[0] + len(o))) for o in orders), "rows are contiguous"
+
+    experiences = with_group_norm(maker, experiences)
+    group_norm = [e.advantages.clone() for e in experiences]
+    per_batch_entropy = [entropies[torch.tensor(o)] for o in orders]
+    h_ini = 0.5  # below ln 2: Eq. 6 filters
+
+    metrics = apply_gtpo(
+        experiences,
+        per_batch_entropy,
+        G,
+        h_ini,
+        conflict=conflict,
+        conflict_weight=2.0,
+        filter_mode=filter_mode,
+    )
+
+    weights, keep = core_factors(completions, rewards, entropies, h_ini, conflict, filter_mode)
+    if conflict:
+        assert (weights == 0).any() and (weights == 2).any(), "test data has no conflicts"
+    if filter_mode != "off":
+        assert (keep == 0).any() and (keep == 1).any(), "test data filters nothing"
+    for e, before, order in zip(experiences, group_norm, orders, strict=True):
+        mask = e.action_mask.bool()
+        for r, i in enumerate(order):
+            n_tokens = len(completions[i])
+            assert int(mask[r].sum()) == n_tokens
+            expected = before[r][mask[r]] * (weights[i, :n_tokens] * keep[i])
+            assert torch.equal(e.advantages[r][mask[r]], expected)
+            # Prompt and padding positions (masked out of the loss) are left as they were.
+            assert torch.equal(e.advantages[r][~mask[r]], before[r][~mask[r]])
+
+    real = weights > 0
+    assert metrics["filtered_frac"] == pytest.approx(float((keep == 0).float().mean()))
+    assert metrics["entropy_mean"] == pytest.approx(float(entropies.mean()))
+    if not conflict:
+        assert metrics["conflict_frac_pos"] == metrics["conflict_frac_neg"] == 0.0
+    else:
+        assert 0 < metrics["conflict_frac_pos"] <= 1 and real.any()
+
+
+def test_hook_refuses_rows_that_do_not_tile_the_rollout(openrlhf_args):
+    maker = maker_for(openrlhf_args("--rollout.micro_batch_size", "3"))
+    samples, _, _, entropies = make_rollout(num_prompts=2, seed=1)
+    experiences = with_group_norm(maker, maker.split_rollout_samples(samples))
+    dropped = experiences[:-1]  # a lost micro-batch leaves a group incomplete
+    with pytest.raises(ValueError, match="n_samples_per_prompt"):
+        apply_gtpo(dropped, [entropies[: len(e.index)] for e in dropped], G, 0.5)
+
+
+def test_hook_with_h_ini_above_ln2_keeps_every_completion(openrlhf_args):
+    maker = maker_for(openrlhf_args("--rollout.micro_batch_size", "3"))
+    samples, _, _, entropies = make_rollout(num_prompts=3, seed=5)
+    experiences = with_group_norm(maker, maker.split_rollout_samples(samples))
+    parts = [entropies[torch.tensor(e.index)] for e in experiences]
+    metrics = apply_gtpo(experiences, parts, G, h_ini=0.9, conflict=False)
+    assert metrics["filtered_frac"] == 0.0

@@ -1,0 +1,3 @@
+"""Stand-in for `vllm.inputs` (see `vllm/__init__.py`)."""
+
+TokensPrompt = dict
