@@ -1,0 +1,80 @@
+"""Console script ``gtpo-reward-server`` (also ``python -m reward_server``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+
+import uvicorn
+
+from reward_server.settings import Settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the reward service with uvicorn. Flags override ``GTPO_RS_HOST/PORT/WORKERS``."""
+    defaults = Settings()
+    parser = argparse.ArgumentParser(
+        prog="gtpo-reward-server",
+        description="GTPO math reward server (OpenRLHF remote reward protocol). Every setting "
+        "is also read from GTPO_RS_<NAME> environment variables.",
+    )
+    parser.add_argument("--host", default=defaults.host, help="interface (default %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=defaults.port, help="port (default %(default)s)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=defaults.workers,
+        help="uvicorn worker processes, each with its own verification pool (default %(default)s)",
+    )
+    parser.add_argument(
+        "--verify-workers",
+        type=int,
+        default=None,
+        help="verification processes per server process (default: GTPO_RS_VERIFY_WORKERS or "
+        "the number of cores)",
+    )
+    parser.add_argument("--log-level", default=defaults.log_level, help="default %(default)s")
+    args = parser.parse_args(argv)
+
+    # The app factory reads GTPO_RS_* in each uvicorn worker process: pass flags that way.
+    os.environ["GTPO_RS_HOST"] = args.host
+    os.environ["GTPO_RS_PORT"] = str(args.port)
+    os.environ["GTPO_RS_WORKERS"] = str(args.workers)
+    os.environ["GTPO_RS_LOG_LEVEL"] = args.log_level
+    if args.verify_workers is not None:
+        os.environ["GTPO_RS_VERIFY_WORKERS"] = str(args.verify_workers)
+    Settings()  # fail early, with pydantic's message, on a bad environment
+
+    # Several uvicorn workers each count their own requests; prometheus_client's multiprocess
+    # mode makes every worker write its samples to a shared folder and /metrics sum them, so a
+    # scrape reports the whole server whichever worker answers it.
+    metrics_dir = None
+    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        metrics_dir = tempfile.mkdtemp(prefix="gtpo-rs-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        _serve(args)
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _serve(args: argparse.Namespace) -> None:
+    uvicorn.run(
+        "reward_server.app:app_from_env",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level.lower(),
+        timeout_graceful_shutdown=10,
+        access_log=Settings().access_log,
+    )
+
+
+if __name__ == "__main__":
+    main()

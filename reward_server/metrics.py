@@ -1,0 +1,106 @@
+"""Prometheus metrics of one app instance (own registry, so several apps can live in a test).
+
+With several uvicorn workers (``--workers N``), the console script sets
+``PROMETHEUS_MULTIPROC_DIR``: every worker then writes its samples to files there and
+`exposition` sums all workers, so /metrics describes the whole server.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+
+class Metrics:
+    """Every metric the service exports under ``/metrics`` (names prefixed ``gtpo_rs_``)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "gtpo_rs_requests", "HTTP requests by route and status", ["route", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "gtpo_rs_request_seconds",
+            "Request latency by route",
+            ["route"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
+        self.items = Counter("gtpo_rs_items", "Scored completions", registry=r)
+        self.verdicts = Counter(
+            "gtpo_rs_verdicts", "Accuracy verdicts by reason", ["reason"], registry=r
+        )
+        self.format_scores = Counter(
+            "gtpo_rs_format", "Format verdicts by reason", ["reason"], registry=r
+        )
+        self.timeouts = Counter(
+            "gtpo_rs_verify_timeouts", "Symbolic checks killed at the timeout", registry=r
+        )
+        self.cache = Counter(
+            "gtpo_rs_cache_lookups",
+            "Verdict cache lookups (hit includes in-flight sharing)",
+            ["result"],
+            registry=r,
+        )
+        self.restarts = Counter(
+            "gtpo_rs_worker_restarts",
+            "Verification workers replaced, by reason",
+            ["reason"],
+            registry=r,
+        )
+        check_buckets = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+        self.verify_busy = Histogram(
+            "gtpo_rs_verify_seconds",
+            "Time of a symbolic check in a worker",
+            buckets=check_buckets,
+            registry=r,
+        )
+        self.verify_queued = Histogram(
+            "gtpo_rs_verify_queue_seconds",
+            "Wait for a free verification worker",
+            buckets=check_buckets,
+            registry=r,
+        )
+        self.workers_ready = Gauge(
+            "gtpo_rs_workers_ready",
+            "1 when the verification pool is warmed up (every live server process)",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+
+    def on_cache(self, hit: bool) -> None:
+        self.cache.labels("hit" if hit else "miss").inc()
+
+    def on_timing(self, queued: float, busy: float) -> None:
+        self.verify_queued.observe(queued)
+        self.verify_busy.observe(busy)
+
+    def on_restart(self, reason: str) -> None:
+        self.restarts.labels(reason).inc()
+        if reason == "timeout":
+            self.timeouts.inc()
+
+
+def exposition(metrics: Metrics) -> tuple[bytes, str]:
+    """The /metrics body and content type: this process's registry, or all workers' samples."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(metrics.registry), CONTENT_TYPE_LATEST
+
+
+def process_exited() -> None:
+    """Drop this process's live gauges from the shared samples (multiprocess mode only)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(os.getpid())

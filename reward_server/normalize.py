@@ -1,0 +1,357 @@
+"""Exact, bounded-time answer normalisation: the fast path of answer equivalence.
+
+Most answers in GSM8K/MATH/AIME are numbers, short tuples or words. They are decided here, in the
+server process, with exact rational arithmetic (``fractions.Fraction``) and plain string
+handling — no sympy, no ``eval``. Only what this module cannot decide (``None``) goes to
+math-verify in the worker pool (``verify.py``).
+
+Rules worth knowing (they are the service's documented semantics):
+
+* numbers compare exactly: ``0.5 == 1/2 == \\frac{1}{2}``, ``0.\\overline{3} == 1/3``, but
+  ``0.33 != 1/3`` and ``0.333333 != 1/3`` (a rounded decimal of a non-terminating value);
+* thousands separators (``1,000``, ``1\\,000``, ``1{,}000``), ``$``/``\\$``, trailing units
+  (``5 cm``, ``5\\text{ apples}``, ``12 km/h``), degrees and a trailing period are ignored;
+* ``50\\%`` equals ``50`` and ``0.5`` (GSM8K drops the sign, other datasets use the fraction);
+* ``1.5e3``, ``1.5\\times 10^{3}`` are scientific notation; ``2\\frac{1}{2}`` is a mixed number;
+* ``(1,2)`` and ``[1,2)`` compare element-wise and bracket-wise; ``\\{1,2\\}`` and bare lists
+  ``1, 2`` compare as multisets; words compare case-insensitively (``\\text{(C)}`` == ``c``).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from reward_server.extract import unwrap_math
+
+# 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
+_MAX_EXPONENT = 1000
+_MAX_DEPTH = 4  # recursion depth of nested structures decided here
+
+_ANSWER_PREFIX = re.compile(
+    r"^\s*(?:the\s+)?(?:final\s+)?answer\b(?:\s+is)?\s*[:=]?\s*", re.IGNORECASE
+)
+_SIZE_CMDS = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big)(?![A-Za-z])")
+_SPACING = re.compile(r"\\(?:displaystyle|textstyle|quad|qquad)(?![A-Za-z])|(?<!\\)\\[!,;: ]|~")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degrees?(?![A-Za-z])")
+_EMPTY_TEXT = re.compile(r"\\(?:text|mbox|mathrm)\{\s*\}")
+
+
+def _squeeze_spaces(s: str) -> str:
+    """Collapse whitespace; keep a space only where it separates two words, two digit groups or
+    a number from a word (``\\pi r``, ``1 000``, ``5 cm``) — elsewhere LaTeX ignores it."""
+    s = re.sub(r"\s+", " ", s).strip()
+
+    def keep(m: re.Match[str]) -> str:
+        prev, nxt = s[m.start() - 1], s[m.end()]
+        words = prev.isalpha() and nxt.isalpha()
+        digits = prev.isdigit() and nxt.isdigit()
+        unit = prev.isdigit() and nxt.isalpha()  # "5 apples" (a unit) is not "5apples"
+        return " " if words or digits or unit else ""
+
+    return re.sub(r"(?<=.) (?=.)", keep, s)
+
+
+def canonical(text: str) -> str:
+    """A canonical spelling of an answer: wrappers, spacing, size commands and spelling variants
+    removed. Used for the cache key and as input of every comparison."""
+    s = text.replace("\u2212", "-").replace("\u00d7", "\\times ").replace("\u03c0", "\\pi ")
+    s = _ANSWER_PREFIX.sub("", s)
+    s = unwrap_math(s)
+    s = _ANSWER_PREFIX.sub("", s)
+    s = re.sub(r"\\[dt]frac(?![A-Za-z])", r"\\frac", s)
+    s = re.sub(r"\\(?:left|right)\s*\.", "", s)
+    s = _SIZE_CMDS.sub("", s)
+    s = _SPACING.sub(" ", s)
+    s = _DEGREES.sub("", s)
+    s = _EMPTY_TEXT.sub("", s)
+    s = s.replace("{,}", ",").replace("\\$", "").replace("$", "")
+    s = re.sub(r"(?<!\\)%", r"\\%", s)
+    s = _squeeze_spaces(s)
+    while s.endswith("."):
+        s = s[:-1].rstrip()  # "18." ends a sentence; no answer ends in a decimal point
+    return s
+
+
+def complexity_violation(text: str, max_chars: int, max_nesting: int) -> str | None:
+    """Why ``text`` must not be parsed at all (``too_long``, ``too_nested``), or None."""
+    if len(text) > max_chars:
+        return "too_long"
+    depth = deepest = 0
+    for ch in text:
+        if ch in "({[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")}]":
+            depth -= 1
+    return "too_nested" if deepest > max_nesting else None
+
+
+# ---------------------------------------------------------------- numbers
+
+_NUMBER = re.compile(
+    r"(?P<sign>[+-]?)"
+    r"(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?!\d)|\d+)?"
+    r"(?:\.(?P<frac>\d*)(?:\\overline\{(?P<rep>\d+)\})?)?"
+    r"(?:[eE](?P<exp1>[+-]?\d+)"
+    r"|(?:\\times|\\cdot|\*) ?10\^(?:\{(?P<exp2>[+-]?\d+)\}|(?P<exp3>\d)))?"
+)
+_UNIT_TOKEN = re.compile(
+    r"(?P<space> ?)(?:\\(?:text|mbox|mathrm|textrm|textbf|textit|operatorname)\{[^{}0-9\\]*\}"
+    r"|(?P<word>[A-Za-z]+)\.?)(?:\^\{?[23]\}?)?"
+    r"| ?(?P<per>/)"
+)
+# Unit names allowed right after a number ("5cm"). Other words are units only after a space
+# and with 3+ letters ("5 apples"), so "5x", "5 x" and "5ab" stay expressions.
+_SHORT_UNITS_TEXT = (
+    "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi lb lbs oz ml sq mph kph usd eur gb mb "
+    "kb am pm"
+)
+_SHORT_UNITS = frozenset(_SHORT_UNITS_TEXT.split())
+_MATH_WORDS_TEXT = (
+    "pi sqrt sin cos tan cot sec csc log ln exp lim inf infty infinity mod and or arcsin arccos "
+    "arctan sinh cosh tanh det deg"
+)
+_MATH_WORDS = frozenset(_MATH_WORDS_TEXT.split())
+_NUMBER_WORDS_TEXT = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+_NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBER_WORDS_TEXT.split())}
+
+
+def _is_unit_suffix(rest: str) -> bool:
+    """``rest`` (what follows a number) is only unit words such as ``cm``, ``\\text{ apples}``,
+    ``km/h``, ``m^2`` — never a variable (``5x``) or a math word (``5 pi``)."""
+    pos, words, after_per = 0, 0, False
+    while pos < len(rest):
+        m = _UNIT_TOKEN.match(rest, pos)
+        if not m or m.end() == pos:
+            return False
+        pos = m.end()
+        if m.group("per"):
+            after_per = True
+            continue
+        word = m.group("word")
+        if word is not None:
+            lw = word.lower()
+            known = lw in _SHORT_UNITS or (after_per and len(lw) <= 3)  # km/h, m/s
+            spaced_word = bool(m.group("space")) and len(lw) >= 3
+            if lw in _MATH_WORDS or not (known or spaced_word):
+                return False
+        words += 1
+        after_per = False
+    return words > 0
+
+
+def _decimal_value(m: re.Match[str]) -> Fraction | None:
+    int_part, frac, rep = m.group("int"), m.group("frac"), m.group("rep")
+    if not int_part and not frac and not rep:
+        return None
+    value = Fraction(int((int_part or "0").replace(",", "").replace(" ", "")))
+    if frac:
+        value += Fraction(int(frac), 10 ** len(frac))
+    if rep:
+        # 0.1\overline{6}: the repeating block r after k decimals adds r / (10^k (10^len(r) - 1)).
+        value += Fraction(int(rep), 10 ** len(frac or "") * (10 ** len(rep) - 1))
+    exp = m.group("exp1") or m.group("exp2") or m.group("exp3")
+    if exp is not None:
+        e = int(exp)
+        if abs(e) > _MAX_EXPONENT:
+            return None
+        value *= Fraction(10) ** e
+    return -value if m.group("sign") == "-" else value
+
+
+def _plain_number(s: str) -> Fraction | None:
+    """A number with nothing around it (no units): ``-1,234.5``, ``1.5e3``, ``0.\\overline{3}``."""
+    m = _NUMBER.fullmatch(s.strip())
+    return _decimal_value(m) if m else None
+
+
+_FRAC = re.compile(
+    r"(?P<sign>[+-]?)\\frac(?:\{(?P<a>[^{}]*)\}\{(?P<b>[^{}]*)\}|(?P<c>\d)(?P<d>\d))"
+)
+_MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) ?\\frac\{(?P<a>\d+)\}\{(?P<b>\d+)\}")
+_ASSIGN = re.compile(r"(?:[A-Za-z]|\\text\{[A-Za-z ]+\}) ?= ?(?P<rhs>.+)")
+
+
+def parse_number(s: str) -> tuple[Fraction, bool] | None:
+    """(exact value, written as a percent) of a canonical answer that is one number, else None."""
+    m = _ASSIGN.fullmatch(s)
+    if m and "=" not in m.group("rhs"):
+        s = m.group("rhs")
+    percent = False
+    for suffix in ("\\%", " percent", "percent"):
+        if s.endswith(suffix):
+            s, percent = s[: -len(suffix)].rstrip(), True
+            break
+    if s.lower() in _NUMBER_WORDS:
+        return Fraction(_NUMBER_WORDS[s.lower()]), percent
+
+    m = _MIXED.fullmatch(s)
+    if m and int(m.group("a")) < int(m.group("b")):
+        value = int(m.group("w")) + Fraction(int(m.group("a")), int(m.group("b")))
+        return (-value if m.group("sign") == "-" else value), percent
+    m = _FRAC.fullmatch(s)
+    if m:
+        num = _plain_number(m.group("a") if m.group("a") is not None else m.group("c"))
+        den = _plain_number(m.group("b") if m.group("b") is not None else m.group("d"))
+        if num is None or not den:
+            return None
+        return (-num / den if m.group("sign") == "-" else num / den), percent
+    if s.count("/") == 1:
+        a, b = s.split("/")
+        num, den = _plain_number(a), _plain_number(b)
+        if num is not None and den:
+            return num / den, percent
+
+    m = _NUMBER.match(s)
+    if not m or m.end() == 0:
+        return None
+    value = _decimal_value(m)
+    if value is None:
+        return None
+    rest = s[m.end() :]
+    if rest.endswith("\\%"):
+        rest, percent = rest[:-2].rstrip(), True
+    if rest and not _is_unit_suffix(rest):
+        return None
+    return value, percent
+
+
+def _numbers_equal(a: tuple[Fraction, bool], b: tuple[Fraction, bool]) -> bool:
+    """Exact equality; a percent p% equals p and p/100 (both conventions occur in datasets)."""
+    (va, pa), (vb, pb) = a, b
+    if pa == pb:
+        return va == vb
+    p, other = (va, vb) if pa else (vb, va)
+    return other in (p, p / 100)
+
+
+# ---------------------------------------------------------------- structures and words
+
+
+def _split_top(inner: str) -> list[str]:
+    """Split on commas outside any bracket."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+    parts.append(inner[start:])
+    return [p.strip() for p in parts]
+
+
+def _closes_at_end(s: str) -> bool:
+    """The bracket opened at s[0] closes exactly at s[-1]."""
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i == len(s) - 1
+    return False
+
+
+def parse_structure(s: str) -> tuple[str, list[str]] | None:
+    """(kind, items) for ``(a,b)``, ``[a,b)``…, ``\\{a,b\\}`` or a bare ``a, b`` list; else None.
+
+    kind is the bracket pair (``()``, ``[)``, …), ``set`` or ``list``.
+    """
+    if s.startswith("\\{") and s.endswith("\\}") and _closes_at_end(s[1:]):
+        return "set", _split_top(s[2:-2])
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _closes_at_end(s):
+        return s[0] + s[-1], _split_top(s[1:-1])
+    items = _split_top(s)
+    return ("list", items) if len(items) > 1 else None
+
+
+_TEXT_CMDS = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\{([^{}]*)\}")
+_WORDS = re.compile(r"[a-z]+(?:[ '\-][a-z]+)*")
+
+
+def text_form(s: str) -> str | None:
+    """Lower-cased words of a textual answer (``\\text{(C)}`` -> ``c``), or None if not text."""
+    t = _TEXT_CMDS.sub(r"\1", s).strip().lower().rstrip(".").strip()
+    m = re.fullmatch(r"\(([a-z])\)", t)
+    if m:
+        t = m.group(1)
+    return t if _WORDS.fullmatch(t) else None
+
+
+def _match_unordered(xs: list[str], ys: list[str], depth: int) -> bool | None:
+    """Multiset equality under fast_equivalent; None when some needed pair is undecided."""
+    if len(xs) != len(ys):
+        return False
+    unused = list(ys)
+    undecided = False
+    for x in xs:
+        for j, y in enumerate(unused):
+            verdict = fast_equivalent(x, y, depth + 1)
+            if verdict:
+                del unused[j]
+                break
+            if verdict is None:
+                undecided = True
+        else:
+            return None if undecided else False
+    return True
+
+
+def _compare_structures(
+    a: tuple[str, list[str]], b: tuple[str, list[str]], depth: int
+) -> bool | None:
+    (ka, xs), (kb, ys) = a, b
+    unordered = {"set", "list"}
+    if ka in unordered and kb in unordered:
+        return _match_unordered(xs, ys, depth)
+    if ka in unordered or kb in unordered:
+        return None  # "1, 2" against "(1, 2)": let math-verify decide
+    if len(xs) != len(ys) or ka != kb:
+        return False  # different arity, or (1,2) vs [1,2] (open vs closed interval)
+    verdicts = [fast_equivalent(x, y, depth + 1) for x, y in zip(xs, ys, strict=True)]
+    if False in verdicts:
+        return False
+    return None if None in verdicts else True
+
+
+def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
+    """Decide equivalence without sympy when the answers are numbers, tuples, lists or words.
+
+    Returns True/False when the decision is exact, None when math-verify must decide.
+    """
+    a, r = canonical(answer), canonical(reference)
+    if not a or not r:
+        return False
+    if a == r:
+        return True
+    if depth > _MAX_DEPTH:
+        return None
+    na, nr = parse_number(a), parse_number(r)
+    if na is not None and nr is not None:
+        return _numbers_equal(na, nr)
+
+    sa, sr = parse_structure(a), parse_structure(r)
+    # A one-item bracket is a parenthesised scalar: "(5)" or "(C)".
+    if sa is not None and sa[0] == "()" and len(sa[1]) == 1:
+        return fast_equivalent(sa[1][0], r, depth + 1)
+    if sr is not None and sr[0] == "()" and len(sr[1]) == 1:
+        return fast_equivalent(a, sr[1][0], depth + 1)
+    if sa is not None and sr is not None:
+        return _compare_structures(sa, sr, depth)
+    if (sa is not None and nr is not None) or (sr is not None and na is not None):
+        return False  # several values against one number
+
+    ta, tr = text_form(a), text_form(r)
+    if ta is not None and tr is not None:
+        return ta == tr
+    if (ta is not None and nr is not None) or (tr is not None and na is not None):
+        return False  # words against a number ("five" was handled as a number)
+    return None

@@ -1,0 +1,296 @@
+"""A pool of verification processes with a hard per-item timeout.
+
+``concurrent.futures.ProcessPoolExecutor`` cannot stop one stuck task: sympy can spend minutes
+(or all memory) on ``10^{10^{10^{10}}}``. Here each worker process has its own pipe; the event
+loop waits on the pipe with a deadline, and a worker that misses it is SIGKILLed and replaced
+while the other workers keep serving. Workers are started with the ``forkserver`` context on
+Linux (never plain ``fork``: the server is multi-threaded); the forkserver imports and warms the
+verifier once (``forkserver_init.py``), so a replacement is ready in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import itertools
+import logging
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+log = logging.getLogger(__name__)
+
+Target = Callable[[str, str], tuple[bool, str]]
+
+_STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a loaded machine
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    """Outcome of one check: ``equal`` is never True for ``timeout``/``worker_error``."""
+
+    equal: bool
+    reason: str
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no orphans even if the server is
+    killed with -9 while a worker is busy and cannot notice the closed pipe)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memory_mb: int) -> None:
+    """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason)."""
+    die_with_parent()
+    # Ctrl-C reaches the whole process group; shutting workers down is the parent's job.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if memory_mb > 0:
+        import resource
+
+        limit = memory_mb * 1024 * 1024
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        target("1", "1")  # import and warm the parser before reporting ready
+    except Exception:
+        log.exception("verification worker warm-up failed")
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return  # the server went away
+        if msg is None:
+            return
+        job_id, answer, reference = msg
+        if hang_answer is not None and answer == hang_answer:
+            time.sleep(10**6)  # test hook: behave like a hung sympy call
+        fatal = False
+        try:
+            equal, reason = target(answer, reference)
+        except MemoryError:
+            equal, reason, fatal = False, "worker_error", True
+        except Exception:  # a parser bug must cost one answer, never the worker
+            equal, reason = False, "worker_error"
+        try:
+            conn.send((job_id, bool(equal), str(reason)))
+        except (OSError, ValueError):
+            return
+        if fatal:
+            return  # after MemoryError the heap may be unusable; the pool replaces us
+
+
+@dataclass
+class _Worker:
+    process: mp.process.BaseProcess
+    conn: Connection
+    tasks: int = 0
+
+
+class _WorkerLost(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _context() -> mp.context.BaseContext:
+    if sys.platform.startswith("linux"):
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["reward_server.forkserver_init"])
+        return ctx
+    return mp.get_context("spawn")
+
+
+class VerifierPool:
+    """``size`` worker processes running ``target(answer, reference)`` with a hard timeout.
+
+    Use from one event loop: ``await start()``, ``await run(a, r)``, ``await close()``.
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        size: int,
+        timeout_s: float,
+        *,
+        memory_mb: int = 0,
+        max_tasks: int = 0,
+        hang_answer: str | None = None,
+        on_restart: Callable[[str], None] | None = None,
+        on_timing: Callable[[float, float], None] | None = None,
+    ) -> None:
+        self._target = target
+        self._size = size
+        self._timeout_s = timeout_s
+        self._memory_mb = memory_mb
+        self._max_tasks = max_tasks
+        self._hang_answer = hang_answer
+        self._on_restart = on_restart or (lambda reason: None)
+        # (seconds waiting for a free worker, seconds in the worker) of every finished check
+        self._on_timing = on_timing or (lambda queued, busy: None)
+        self._ctx = _context()
+        self._ids = itertools.count()
+        self._procs: set[mp.process.BaseProcess] = set()
+        self._procs_lock = threading.Lock()
+        self._closed = False
+        self._queue: asyncio.Queue[tuple[str, str, asyncio.Future[PoolResult], float]] | None = None
+        self._slots: list[asyncio.Task[None]] = []
+        self.ready = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _spawn(self) -> _Worker:
+        """Start one worker and wait until it has warmed up (blocking: run in a thread)."""
+        parent, child = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(
+            target=_worker_main,
+            args=(child, self._target, self._hang_answer, self._memory_mb),
+            daemon=True,
+            name="gtpo-rs-verify",
+        )
+        proc.start()
+        child.close()
+        with self._procs_lock:
+            self._procs.add(proc)
+            closed = self._closed
+        try:
+            if closed or not parent.poll(_STARTUP_TIMEOUT_S):
+                raise RuntimeError("pool closed or start-up too slow")
+            parent.recv()  # the "ready" message; EOFError if the worker died while warming up
+        except (RuntimeError, EOFError, OSError) as exc:
+            self._kill(proc, parent)
+            raise RuntimeError(f"verification worker did not start: {exc!r}") from exc
+        return _Worker(proc, parent)
+
+    def _kill(self, proc: mp.process.BaseProcess, conn: Connection | None = None) -> None:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        with self._procs_lock:
+            self._procs.discard(proc)
+        if conn is not None:
+            conn.close()
+
+    async def start(self) -> None:
+        """Start every worker (in parallel threads) and the dispatch tasks."""
+        loop = asyncio.get_running_loop()
+        self._queue = asyncio.Queue()
+        if self._ctx.get_start_method() == "forkserver":
+            # Start the forkserver from this (the loop's) thread, not from an executor thread:
+            # its death signal (forkserver_init.py) follows the thread that forked it.
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+        workers = await asyncio.gather(
+            *(loop.run_in_executor(None, self._spawn) for _ in range(self._size))
+        )
+        self._slots = [asyncio.create_task(self._run_slot(w)) for w in workers]
+        self.ready = True
+        log.info("verification pool ready: %d workers", self._size)
+
+    async def close(self) -> None:
+        """Stop dispatching, fail queued checks, and kill every worker process."""
+        self.ready = False
+        with self._procs_lock:
+            self._closed = True
+        for task in self._slots:
+            task.cancel()
+        await asyncio.gather(*self._slots, return_exceptions=True)
+        self._slots = []
+        if self._queue is not None:
+            while not self._queue.empty():
+                _, _, fut, _ = self._queue.get_nowait()
+                if not fut.done():
+                    fut.set_result(PoolResult(False, "worker_error"))
+        with self._procs_lock:
+            procs = list(self._procs)
+        for proc in procs:
+            self._kill(proc)
+
+    # ------------------------------------------------------------ work
+
+    async def run(self, answer: str, reference: str) -> PoolResult:
+        """Check one pair; a timeout or crashed worker gives ``equal=False``."""
+        if self._queue is None or self._closed:
+            raise RuntimeError("verification pool is not running")
+        fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((answer, reference, fut, time.perf_counter()))
+        return await fut
+
+    async def _run_slot(self, worker: _Worker) -> None:
+        assert self._queue is not None
+        try:
+            while True:
+                answer, reference, fut, queued_at = await self._queue.get()
+                if fut.done():
+                    continue
+                started = time.perf_counter()
+                try:
+                    result = await self._ask(worker, answer, reference)
+                except asyncio.CancelledError:
+                    if not fut.done():  # the pool is closing: never leave a caller waiting
+                        fut.set_result(PoolResult(False, "worker_error"))
+                    raise
+                except _WorkerLost as lost:
+                    result = PoolResult(False, lost.reason)
+                    if not fut.done():
+                        fut.set_result(result)
+                    worker = await self._replace(worker, lost.reason)
+                    continue
+                if not fut.done():
+                    fut.set_result(result)
+                self._on_timing(started - queued_at, time.perf_counter() - started)
+                if self._max_tasks and worker.tasks >= self._max_tasks:
+                    worker = await self._replace(worker, "recycle")
+        finally:
+            self._kill(worker.process, worker.conn)
+
+    async def _ask(self, worker: _Worker, answer: str, reference: str) -> PoolResult:
+        loop = asyncio.get_running_loop()
+        job_id = next(self._ids)
+        try:
+            worker.conn.send((job_id, answer, reference))
+        except (OSError, ValueError) as exc:
+            raise _WorkerLost("worker_error") from exc
+        readable: asyncio.Future[None] = loop.create_future()
+        fd = worker.conn.fileno()
+        loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+        try:
+            await asyncio.wait_for(readable, self._timeout_s)
+        except asyncio.TimeoutError as exc:
+            raise _WorkerLost("timeout") from exc
+        finally:
+            loop.remove_reader(fd)
+        try:
+            got_id, equal, reason = worker.conn.recv()
+        except (EOFError, OSError, ValueError) as exc:
+            raise _WorkerLost("worker_error") from exc  # it died (e.g. killed by the OOM killer)
+        worker.tasks += 1
+        if got_id != job_id:  # cannot happen with one job in flight per worker; be safe
+            raise _WorkerLost("worker_error")
+        return PoolResult(equal, reason)
+
+    async def _replace(self, worker: _Worker, reason: str) -> _Worker:
+        """Kill ``worker`` and start a new one; retries until it starts or the pool closes."""
+        loop = asyncio.get_running_loop()
+        if reason != "recycle":
+            log.warning("verification worker pid %s replaced: %s", worker.process.pid, reason)
+        self._on_restart(reason)
+        await loop.run_in_executor(None, self._kill, worker.process, worker.conn)
+        while True:
+            try:
+                return await loop.run_in_executor(None, self._spawn)
+            except RuntimeError:
+                if self._closed:
+                    raise
+                log.exception("could not start a verification worker; retrying")
+                await asyncio.sleep(1.0)

@@ -1,0 +1,93 @@
+"""Request and response models: OpenRLHF's remote reward protocol and the richer ``/v1/score``.
+
+OpenRLHF 0.11 (``SingleTurnAgentExecutor._fetch_rewards_via_http``) posts
+``{"query": [...], "prompts": [...], "labels": [...]}`` — one sample per request, many requests
+concurrently — where ``query`` is prompt + response decoded with special tokens kept, and reads
+``rewards``, ``scores`` and ``extra_logs`` from the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# A label is the dataset's answer field: usually a string (GSM8K solution, MATH solution or bare
+# answer), sometimes a number. A JSON object or list is a client bug, not a label.
+Label = str | int | float | None
+
+
+class RewardRequest(BaseModel):
+    """One batch to score; the three lists are parallel."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: list[str] = Field(..., description="Prompt + response, as decoded by OpenRLHF.")
+    prompts: list[str] | None = Field(
+        None, description="The prompt of each query; located in the query to cut it off."
+    )
+    labels: list[Any] = Field(
+        ..., description="Reference: GSM8K/MATH solution, bare answer, number or null."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> RewardRequest:
+        for i, label in enumerate(self.labels):
+            if label is not None and (
+                isinstance(label, bool) or not isinstance(label, str | int | float)
+            ):
+                raise ValueError(
+                    f"labels[{i}] must be a string, a number or null, not {type(label).__name__}"
+                )
+        n = len(self.query)
+        if len(self.labels) != n:
+            raise ValueError(
+                f"'query' has {n} items but 'labels' has {len(self.labels)}: "
+                "send one label per query"
+            )
+        if self.prompts is not None and len(self.prompts) != n:
+            raise ValueError(
+                f"'query' has {n} items but 'prompts' has {len(self.prompts)}: "
+                "send one prompt per query (or omit 'prompts')"
+            )
+        return self
+
+
+class ExtraLogs(BaseModel):
+    """Per-item sub-rewards; OpenRLHF logs every key of ``extra_logs``."""
+
+    format_reward: list[float]
+    accuracy_reward: list[float]
+
+
+class RewardResponse(BaseModel):
+    """OpenRLHF's expected answer: ``rewards`` drive the advantages, ``scores`` are logged."""
+
+    rewards: list[float]
+    scores: list[float]
+    extra_logs: ExtraLogs
+
+
+class ItemScore(BaseModel):
+    """The full verdict for one item of ``/v1/score``."""
+
+    response: str = Field(..., description="The response after prompt and end tokens removal.")
+    answer: str | None = Field(..., description="Content of the last <answer> block, unwrapped.")
+    reference: str | None = Field(..., description="Reference extracted from the label.")
+    format_score: float = Field(..., description="0, 1.0, 1.5 or 10.")
+    format_reason: str = Field(..., description="ok, missing_answer, answer_not_last, ...")
+    accuracy_score: float = Field(..., description="0 or 10.")
+    reason: str = Field(
+        ...,
+        description="Accuracy verdict: equivalent, not_equivalent, no_answer_block, empty_answer, "
+        "format_not_met, no_reference, timeout, worker_error, answer_too_long, ...",
+    )
+    reward: float = Field(..., description="format_score + accuracy_score.")
+
+
+class ScoreResponse(BaseModel):
+    results: list[ItemScore]
+
+
+class ErrorResponse(BaseModel):
+    detail: str

@@ -1,0 +1,60 @@
+"""Score one completion: response -> format -> answer -> verdict -> reward (paper's scale)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from reward_server.extract import extract_answer, extract_reference, extract_response
+from reward_server.format import FULL, score_format
+from reward_server.schemas import ItemScore, Label
+from reward_server.settings import Settings
+from reward_server.verify import Verifier
+
+ACCURACY = 10.0  # paper: accuracy reward is 0 or 10
+
+
+class Scorer:
+    """Applies the settings' scoring rules; the verifier decides answer equivalence."""
+
+    def __init__(self, settings: Settings, verifier: Verifier) -> None:
+        self.settings = settings
+        self.verifier = verifier
+        self._end_tokens = tuple(settings.extra_end_tokens)
+
+    async def score(self, query: str, prompt: str | None, label: Label) -> ItemScore:
+        response = extract_response(query, prompt, self._end_tokens)
+        fmt = score_format(response, strict=self.settings.strict_format)
+        answer = extract_answer(response)
+        reference = extract_reference(label)
+
+        equal, reason = False, "not_equivalent"
+        if answer is None:
+            reason = "no_answer_block"
+        elif not answer:
+            reason = "empty_answer"
+        elif reference is None:
+            reason = "no_reference"
+        elif self.settings.accuracy_requires_format and fmt.score < FULL:
+            reason = "format_not_met"
+        else:
+            verdict = await self.verifier.check(answer, reference)
+            equal, reason = verdict.equal, verdict.reason
+        accuracy = ACCURACY if equal else 0.0
+        return ItemScore(
+            response=response,
+            answer=answer,
+            reference=reference,
+            format_score=fmt.score,
+            format_reason=fmt.reason,
+            accuracy_score=accuracy,
+            reason=reason,
+            reward=fmt.score + accuracy,
+        )
+
+    async def score_batch(
+        self, queries: list[str], prompts: list[str] | None, labels: list[Label]
+    ) -> list[ItemScore]:
+        """Score items concurrently (symbolic checks of a batch run in parallel workers)."""
+        prompt_list: list[str | None] = [None] * len(queries) if prompts is None else list(prompts)
+        items = zip(queries, prompt_list, labels, strict=True)
+        return list(await asyncio.gather(*(self.score(q, p, lab) for q, p, lab in items)))

@@ -1,0 +1,80 @@
+"""Reward server settings: one object, read from the environment (prefix ``GTPO_RS_``).
+
+Every field can be set as ``GTPO_RS_<NAME>`` (for example ``GTPO_RS_VERIFY_TIMEOUT_S=3``); the
+console script's ``--host/--port/--workers`` override the three fields of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_verify_workers() -> int:
+    # One verification process per core: math-verify is CPU bound and single threaded.
+    return max(1, os.cpu_count() or 1)
+
+
+class Settings(BaseSettings):
+    """All knobs of the reward service. Defaults follow the paper's setup (GTPO, Sec. 6)."""
+
+    model_config = SettingsConfigDict(env_prefix="GTPO_RS_", extra="ignore")
+
+    # --- serving
+    host: str = Field("127.0.0.1", description="Interface to bind (0.0.0.0 for every interface).")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port.")
+    workers: int = Field(1, ge=1, description="uvicorn worker processes (each has its own pool).")
+    log_level: str = Field("info", description="Python logging level for the service.")
+    access_log: bool = Field(
+        False, description="Log every request (off: thousands per second; /metrics counts them)."
+    )
+
+    # --- scoring (paper's scale: format 0..10, accuracy 0 or 10)
+    strict_format: bool = Field(
+        False,
+        description="Full format also needs exactly one block of each, <reasoning> first and only "
+        "whitespace between the blocks.",
+    )
+    accuracy_requires_format: bool = Field(
+        True, description="Accuracy counts only when the format score is full (paper's setup)."
+    )
+    extra_end_tokens: list[str] = Field(
+        default_factory=list,
+        description="More end-of-turn tokens to drop from the end of a response (JSON list).",
+    )
+
+    # --- verification
+    verify_workers: int = Field(
+        default_factory=_default_verify_workers, ge=1, description="Verification processes."
+    )
+    verify_timeout_s: float = Field(
+        2.0, gt=0, description="Hard limit per symbolic check; the worker is killed past it."
+    )
+    worker_memory_mb: int = Field(
+        2048, ge=0, description="Address-space limit of a verification process (0: none)."
+    )
+    worker_max_tasks: int = Field(
+        20000, ge=0, description="Replace a verification process after this many checks (0: never)."
+    )
+    cache_size: int = Field(
+        100_000, ge=0, description="LRU entries of (answer, reference) verdicts."
+    )
+    max_answer_chars: int = Field(
+        1000, ge=1, description="Longer answers or references score 0 without being parsed."
+    )
+    max_nesting: int = Field(
+        40, ge=1, description="Deeper {}/()/[] nesting scores 0 without being parsed."
+    )
+
+    # --- limits and auth
+    max_body_bytes: int = Field(16 * 1024 * 1024, ge=1, description="Largest request body.")
+    max_batch_size: int = Field(4096, ge=1, description="Most items in one request.")
+    api_token: SecretStr | None = Field(
+        None, description="When set, scoring routes need 'Authorization: Bearer <token>'."
+    )
+
+    # --- test hook, never set in production: a worker that receives exactly this answer sleeps
+    # forever, so tests can prove that a hung verification is killed and replaced.
+    debug_hang_answer: str | None = Field(None, description="Test hook (leave unset).")

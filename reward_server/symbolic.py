@@ -1,0 +1,161 @@
+"""Symbolic equivalence with math-verify: runs in the verification worker processes only.
+
+Safety: untrusted text is never given to ``eval``/``exec``/``sympify``/``parse_expr``.
+math-verify's ``ExprExtractionConfig`` path calls sympy's ``parse_expr`` (which evaluates Python
+code), so only its LaTeX path is used here: ``LatexExtractionConfig`` parses with
+latex2sympy2's ANTLR grammar, which builds sympy objects without evaluating text as code.
+
+The server process never imports this module (sympy and the grammar cost ~1 s and ~100 MB); the
+forkserver imports and warms it once (``forkserver_init.py``) and every worker inherits it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+
+from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
+from math_verify import LatexExtractionConfig, parse, verify
+from sympy import Basic, Expr, Float, Pow, Rational, Symbol, UnevaluatedExpr
+
+log = logging.getLogger(__name__)
+
+# Quiet the per-call "timeout is disabled" warning of math-verify: the pool enforces timeouts.
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+# math-verify's default also strips bare "units" such as m, h, c, t, ab, bc from the end
+# ("5m" -> 5); too eager for a reward. Units are handled by our own rules (numbers in
+# normalize.py, a trailing \text{...} below).
+_LATEX_CONFIG = LatexExtractionConfig(
+    boxed_match_priority=0,
+    normalization_config=NormalizationConfig(
+        basic_latex=True,
+        units=False,
+        malformed_operators=True,
+        nits=True,
+        boxed="all",
+        equations=False,
+    ),
+)
+
+
+# A trailing unit written as text: "4\sqrt{3}\text{ cm}^2" -> "4\sqrt{3}".
+_TRAILING_TEXT_UNIT = re.compile(
+    r"(?<=\S)\s*\\(?:text|mbox|mathrm)\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$"
+)
+
+
+def _exact(expr: Basic) -> Basic:
+    """Replace parsed decimals by exact rationals (``Float('0.333333')`` -> ``333333/10**6``).
+
+    math-verify compares floats after rounding to 6 places, which would accept 0.333333 for 1/3;
+    the service treats a rounded decimal of a non-terminating value as a different number.
+    """
+    try:
+        floats = expr.atoms(Float)
+    except AttributeError:
+        return expr
+    if not floats:
+        return expr
+    return expr.xreplace({f: Rational(str(f)) for f in floats})
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_latex(text: str) -> tuple[Basic, ...]:
+    """Parse one answer with math-verify's LaTeX extraction only (no ``parse_expr``).
+
+    Cached per worker: a reference is checked against each distinct answer of its group.
+    """
+    text = _TRAILING_TEXT_UNIT.sub("", text)
+    parsed = parse(
+        f"${text}$",
+        extraction_config=[_LATEX_CONFIG],
+        fallback_mode="no_fallback",
+        parsing_timeout=None,  # the pool's hard timeout bounds us; signal.alarm is per-second
+    )
+    return tuple(_exact(p) for p in parsed)
+
+
+# Points at which expressions are compared numerically: symbols get these values by name (so
+# x(real) and x(complex) from the two parses agree), two points to avoid a lucky root.
+_PROBES = ((0.6180339887, 1.4142135623, 2.7182818284), (-1.3247179572, 0.5772156649, 3.1415926535))
+_MAX_EXPAND_EXPONENT = 30
+
+
+def _plain_expr(e: Basic) -> bool:
+    """A scalar expression that is not a bare symbol: the case where math-verify's comparison is
+    plain mathematical equality (no relation, set, matrix, percentage or text handling)."""
+    return isinstance(e, Expr) and not isinstance(e, Symbol) and not e.has(UnevaluatedExpr)
+
+
+def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
+    """Decide two plain expressions cheaply, else None (then math-verify runs in full).
+
+    * ``expand(gold - pred) == 0`` is an exact identity: equal (``(x+1)^2`` vs ``x^2+2x+1``).
+    * Two expressions equal as functions agree at every point where both are defined, so a
+      clear numerical difference at one point (30 significant digits) proves them different;
+      this skips sympy's ``simplify`` — the slowest step — for most wrong answers.
+    """
+    if not (_plain_expr(gold) and _plain_expr(pred)):
+        return None
+    small_powers = all(
+        not (p.exp.is_Integer and abs(int(p.exp)) > _MAX_EXPAND_EXPONENT)
+        for e in (gold, pred)
+        for p in e.atoms(Pow)
+    )
+    if small_powers and (gold - pred).expand() == 0:
+        return True
+    names = sorted({s.name for s in (gold.free_symbols | pred.free_symbols)})
+    if len(names) > len(_PROBES[0]):
+        return None
+    for probe in _PROBES:
+        values = dict(zip(names, probe, strict=False))
+        try:
+            a = complex(gold.subs({s: values[s.name] for s in gold.free_symbols}).evalf(30))
+            b = complex(pred.subs({s: values[s.name] for s in pred.free_symbols}).evalf(30))
+        except (TypeError, ValueError, ArithmeticError):
+            return None  # not a number at this point (undefined, unevaluated...): no shortcut
+        if any(v != v or abs(v) == float("inf") for v in (a.real, a.imag, b.real, b.imag)):
+            return None
+        if abs(a - b) > 1e-9 * max(1.0, abs(a), abs(b)):
+            return False
+    return None
+
+
+def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
+    """math-verify's verdict on two canonical LaTeX answers. Runs inside a pool worker."""
+    gold = _parse_latex(reference)
+    if not gold:
+        return False, "unparsable_reference"
+    pred = _parse_latex(answer)
+    if not pred:
+        return False, "unparsable_answer"
+    # Percentages get special rules in math-verify (9% == 9): leave those to it.
+    if len(gold) == 1 and len(pred) == 1 and "%" not in answer + reference:
+        quick = _quick_verdict(gold[0], pred[0])
+        if quick is not None:
+            return quick, "equivalent" if quick else "not_equivalent"
+    equal = verify(list(gold), list(pred), timeout_seconds=None)
+    return bool(equal), "equivalent" if equal else "not_equivalent"
+
+
+_WARM_UP = (
+    ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}"),
+    ("(x+1)^2", "x^2+2x+1"),
+    ("y=2x+3", "2x+3"),
+    ("(-\\infty,0)\\cup(1,\\infty)", "(-\\infty,0)\\cup(1,\\infty)"),
+    ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),
+    ("\\{1,2\\}", "1,2"),
+    ("3\\pi", "\\frac{6\\pi}{2}"),
+    ("\\sqrt{2}", "1.414"),
+)
+
+
+def warm_up() -> None:
+    """Run representative checks once: sympy and the ANTLR parser are slow on first use."""
+    for answer, reference in _WARM_UP:
+        try:
+            symbolic_equivalent(answer, reference)
+        except Exception:
+            log.debug("warm-up check failed", exc_info=True)

@@ -1,0 +1,126 @@
+"""Answer equivalence: exact normalisers first, then math-verify in a killable process pool.
+
+The exact rules live in ``normalize.py`` (server process), the symbolic check in
+``symbolic.py`` (worker processes); this module joins them with a cache and single-flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reward_server.normalize import canonical, complexity_violation, fast_equivalent
+from reward_server.pool import PoolResult, VerifierPool
+
+log = logging.getLogger(__name__)
+
+
+def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
+    """The pool's target: ``symbolic.symbolic_equivalent``, imported on first use so that the
+    server process itself never loads sympy (workers have it preloaded by the forkserver)."""
+    from reward_server import symbolic
+
+    return symbolic.symbolic_equivalent(answer, reference)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``equal`` is True only for ``equivalent``; every other reason scores 0."""
+
+    equal: bool
+    reason: str
+    cached: bool = False
+
+
+class Verifier:
+    """Equivalence with a fast path, an LRU cache and single-flight requests to the pool.
+
+    The G completions of one prompt often repeat an answer and arrive concurrently: the cache
+    serves repeats that finished, and single-flight makes concurrent repeats share one check.
+    Timeouts and worker errors are not cached (a transient overload must not stick).
+    """
+
+    def __init__(
+        self,
+        pool: VerifierPool | None,
+        *,
+        cache_size: int = 100_000,
+        max_chars: int = 1000,
+        max_nesting: int = 40,
+        on_cache: Callable[[bool], None] | None = None,
+    ) -> None:
+        self._pool = pool
+        self._cache: OrderedDict[tuple[str, str], PoolResult] = OrderedDict()
+        self._cache_size = cache_size
+        self._inflight: dict[tuple[str, str], asyncio.Future[PoolResult]] = {}
+        self._max_chars = max_chars
+        self._max_nesting = max_nesting
+        self._on_cache = on_cache or (lambda hit: None)
+
+    def precheck(self, answer: str, reference: str) -> Verdict | None:
+        """The verdict when no symbolic check is needed (too big, or decided exactly)."""
+        for text, who in ((answer, "answer"), (reference, "reference")):
+            problem = complexity_violation(text, self._max_chars, self._max_nesting)
+            if problem is not None:
+                return Verdict(False, f"{who}_{problem}")
+        decided = fast_equivalent(answer, reference)
+        if decided is None:
+            return None
+        return Verdict(decided, "equivalent" if decided else "not_equivalent")
+
+    async def check(self, answer: str, reference: str) -> Verdict:
+        """Verdict for one (answer, reference) pair."""
+        verdict = self.precheck(answer, reference)
+        if verdict is not None:
+            return verdict
+        if self._pool is None:
+            return Verdict(False, "no_verifier")
+        key = (canonical(answer), canonical(reference))
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            self._on_cache(True)
+            return Verdict(hit.equal, hit.reason, cached=True)
+        shared = self._inflight.get(key)
+        if shared is not None:
+            self._on_cache(True)
+            result = await asyncio.shield(shared)
+            return Verdict(result.equal, result.reason, cached=True)
+        self._on_cache(False)
+        fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            result = await self._pool.run(key[0], key[1])
+        except asyncio.CancelledError:
+            fut.set_result(PoolResult(False, "worker_error"))  # release the followers
+            raise
+        except Exception:
+            log.exception("verification failed")
+            result = PoolResult(False, "worker_error")
+        finally:
+            self._inflight.pop(key, None)
+        fut.set_result(result)
+        if result.reason not in ("timeout", "worker_error") and self._cache_size > 0:
+            self._cache[key] = result
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return Verdict(result.equal, result.reason)
+
+
+def equivalent_inline(
+    answer: str, reference: str, *, max_chars: int = 1000, max_nesting: int = 40
+) -> Verdict:
+    """The same decision as ``Verifier.check`` in this process, without the pool's timeout.
+
+    Only for trusted inputs (tests, offline tools): an adversarial answer can run for minutes.
+    """
+    verdict = Verifier(None, max_chars=max_chars, max_nesting=max_nesting).precheck(
+        answer, reference
+    )
+    if verdict is not None:
+        return verdict
+    equal, reason = symbolic_equivalent(canonical(answer), canonical(reference))
+    return Verdict(equal, reason)

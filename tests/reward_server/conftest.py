@@ -1,0 +1,157 @@
+"""Real reward servers on 127.0.0.1: each runs in its own process, started like a user would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+HANG = "\\hang"  # the test-only answer that makes a verification worker sleep forever
+
+
+def _term_with_parent() -> None:
+    """In the child before exec: SIGTERM it if pytest dies (a killed CI job leaves no server)."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (workers, forkserver, resource tracker)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for c in map(int, children):
+                if c not in found:
+                    found.add(c)
+                    todo.append(c)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_server(tmp_dir: Path, env: dict[str, str] | None = None, script: bool = False) -> Server:
+    """Start ``python -m reward_server`` (or the ``gtpo-reward-server`` script) and wait for
+    ``/readyz``."""
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GTPO_RS_")}
+    full_env.update({"GTPO_RS_VERIFY_WORKERS": "2", "GTPO_RS_LOG_LEVEL": "warning"})
+    full_env.update(env or {})
+    exe = Path(sys.executable).parent / "gtpo-reward-server"
+    cmd = [str(exe)] if script and exe.exists() else [sys.executable, "-m", "reward_server"]
+    log = tmp_dir / f"server-{port}.log"
+    proc = subprocess.Popen(
+        [*cmd, "--host", "127.0.0.1", "--port", str(port)],
+        env=full_env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        preexec_fn=_term_with_parent if sys.platform.startswith("linux") else None,
+    )
+    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"reward server exited:\n{log.read_text()}")
+        try:
+            if httpx.get(server.url + "/readyz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"reward server not ready in 90 s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Default settings, plus the hang hook and a 1 s verification timeout."""
+    srv = start_server(
+        tmp_path_factory.mktemp("rs"),
+        {"GTPO_RS_DEBUG_HANG_ANSWER": HANG, "GTPO_RS_VERIFY_TIMEOUT_S": "1.0"},
+    )
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Token auth and small limits, configured through GTPO_RS_* and run by the console script."""
+    srv = start_server(
+        tmp_path_factory.mktemp("rs-secured"),
+        {
+            "GTPO_RS_API_TOKEN": "s3cret",
+            "GTPO_RS_MAX_BODY_BYTES": "4096",
+            "GTPO_RS_MAX_BATCH_SIZE": "4",
+            "GTPO_RS_STRICT_FORMAT": "true",
+            "GTPO_RS_VERIFY_WORKERS": "1",
+        },
+        script=True,
+    )
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def rs_tools() -> object:
+    """Helpers for test modules (they cannot import conftest under --import-mode=importlib)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(HANG=HANG, descendants=descendants, alive=alive)
+
+
+@pytest.fixture
+def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Start throw-away servers; stopped at the end of the test."""
+    started: list[Server] = []
+
+    def make(env: dict[str, str] | None = None) -> Server:
+        srv = start_server(tmp_path, env)
+        started.append(srv)
+        return srv
+
+    yield make
+    for srv in started:
+        srv.stop(signal.SIGKILL)

@@ -1,0 +1,44 @@
+"""The console script's flags and environment handling."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward_server.__main__ import main
+from reward_server.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # main() exports its flags as GTPO_RS_* for the uvicorn workers; undo that after each test.
+    for name in ("HOST", "PORT", "WORKERS", "LOG_LEVEL", "VERIFY_WORKERS"):
+        monkeypatch.setenv(f"GTPO_RS_{name}", "")
+        monkeypatch.delenv(f"GTPO_RS_{name}")
+
+
+def test_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--host", "--port", "--workers", "--verify-workers", "GTPO_RS_"):
+        assert flag in out
+
+
+def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GTPO_RS_PORT", "9000")
+    monkeypatch.setenv("GTPO_RS_VERIFY_TIMEOUT_S", "3.5")
+    ran = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, **kw: ran.update(app=app, **kw))
+    main(["--port", "8123", "--workers", "3", "--host", "0.0.0.0"])
+    assert ran["app"] == "reward_server.app:app_from_env" and ran["factory"] is True
+    assert (ran["host"], ran["port"], ran["workers"]) == ("0.0.0.0", 8123, 3)
+    # Each uvicorn worker builds its settings from the environment: flags travel through it.
+    s = Settings()
+    assert (s.port, s.workers, s.host, s.verify_timeout_s) == (8123, 3, "0.0.0.0", 3.5)
+
+
+def test_bad_environment_fails_with_the_variable_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GTPO_RS_VERIFY_TIMEOUT_S", "-1")
+    with pytest.raises(ValueError, match="verify_timeout_s"):
+        main(["--port", "8124"])

@@ -1,0 +1,97 @@
+"""Format reward (paper's scale) and how it gates accuracy."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from reward_server.format import score_format
+from reward_server.scoring import Scorer
+from reward_server.settings import Settings
+from reward_server.verify import Verifier
+
+R = "<reasoning>\nstep\n</reasoning>\n"
+A = "<answer>\n5\n</answer>"
+
+
+@pytest.mark.parametrize(
+    ("response", "score", "reason"),
+    [
+        (R + A, 10.0, "ok"),
+        (R + A + "\n\n", 10.0, "ok"),
+        ("<reasoning>x</reasoning><answer>5</answer>", 10.0, "ok"),
+        ("Let me think. " + R + A, 10.0, "ok"),  # lenient: text before the reasoning block
+        (R + "so the answer follows " + A, 10.0, "ok"),
+        (R + A + " Hope this helps!", 1.5, "answer_not_last"),
+        (A + R, 1.5, "answer_not_last"),
+        (R, 1.0, "missing_answer"),
+        (R + "<answer>5", 1.5, "missing_answer"),  # truncated inside the answer
+        (R + "5</answer>", 1.5, "missing_answer"),
+        (A, 1.0, "missing_reasoning"),
+        ("<reasoning>step " + A, 1.5, "missing_reasoning"),  # reasoning never closed
+        ("step</reasoning>" + A, 1.5, "missing_reasoning"),
+        ("just 5", 0.0, "no_blocks"),
+        ("<reasoning>step <answer>5", 0.0, "no_blocks"),
+        ("</reasoning><reasoning></answer><answer>", 0.0, "no_blocks"),  # tags, no block
+        ("", 0.0, "no_blocks"),
+    ],
+)
+def test_lenient_format(response: str, score: float, reason: str) -> None:
+    result = score_format(response)
+    assert (result.score, result.reason) == (score, reason)
+
+
+@pytest.mark.parametrize(
+    ("response", "lenient", "strict"),
+    [
+        (R + A, 10.0, 10.0),
+        ("  " + R + A, 10.0, 10.0),
+        ("Sure. " + R + A, 10.0, 1.5),  # strict: reasoning must come first
+        (R + "so " + A, 10.0, 1.5),  # strict: only whitespace between the blocks
+        (R + R + A, 10.0, 1.5),  # strict: exactly one block of each
+        (R + "<answer>4</answer>" + A, 10.0, 1.5),
+        (A + R + A, 10.0, 1.5),
+        (R, 1.0, 1.0),
+    ],
+)
+def test_strict_mode(response: str, lenient: float, strict: float) -> None:
+    assert score_format(response).score == lenient
+    result = score_format(response, strict=True)
+    assert result.score == strict
+    if lenient == 10.0 and strict < 10.0:
+        assert result.reason == "strict_violation"
+
+
+def test_format_is_linear_on_adversarial_tag_floods() -> None:
+    start = time.perf_counter()
+    assert score_format("<reasoning>" * 200_000).score == 0.0
+    assert score_format("<reasoning>" * 100_000 + "</answer>" * 100_000).score == 0.0
+    assert score_format("<answer>" * 200_000 + "</answer>").score == 1.0
+    assert time.perf_counter() - start < 1.0
+
+
+def _score(settings: Settings, response: str, label: object) -> tuple[float, float, str]:
+    scorer = Scorer(settings, Verifier(None))  # numbers only: decided without the pool
+    item = asyncio.run(scorer.score(response, None, label))
+    assert item.reward == item.format_score + item.accuracy_score
+    return item.format_score, item.accuracy_score, item.reason
+
+
+def test_accuracy_requires_full_format_by_default() -> None:
+    s = Settings(verify_workers=1)
+    assert _score(s, R + A, "#### 5") == (10.0, 10.0, "equivalent")
+    assert _score(s, R + "<answer>6</answer>", "#### 5") == (10.0, 0.0, "not_equivalent")
+    assert _score(s, A, "5") == (1.0, 0.0, "format_not_met")
+    assert _score(s, R, "5") == (1.0, 0.0, "no_answer_block")
+    assert _score(s, R + "<answer> </answer>", "5") == (10.0, 0.0, "empty_answer")
+    assert _score(s, R + A, None) == (10.0, 0.0, "no_reference")
+
+
+def test_accuracy_without_format_gate_and_strict_setting() -> None:
+    s = Settings(verify_workers=1, accuracy_requires_format=False)
+    assert _score(s, A, "5") == (1.0, 10.0, "equivalent")
+    strict = Settings(verify_workers=1, strict_format=True)
+    assert _score(strict, "Sure. " + R + A, "5") == (1.5, 0.0, "format_not_met")
+    assert _score(strict, R + A, 5) == (10.0, 10.0, "equivalent")

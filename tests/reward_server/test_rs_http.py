@@ -1,0 +1,318 @@
+"""HTTP behaviour of a real uvicorn server on 127.0.0.1 (started by conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+R = "<reasoning>\nwork\n</reasoning>\n"
+PROMPT = "<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n"
+
+
+def q(response: str) -> str:
+    """What OpenRLHF sends: prompt + response decoded with special tokens."""
+    return PROMPT + response + "<|im_end|>"
+
+
+HANG = "\\hang"  # GTPO_RS_DEBUG_HANG_ANSWER of the test servers (see conftest.py)
+
+
+def post(server, path: str, body: object, **kw) -> httpx.Response:
+    return httpx.post(server.url + path, json=body, timeout=30, **kw)
+
+
+def test_health_ready_and_openapi(server) -> None:
+    assert httpx.get(server.url + "/healthz").json() == {"status": "ok"}
+    ready = httpx.get(server.url + "/readyz")
+    assert ready.status_code == 200 and ready.json() == {"status": "ready", "workers": 2}
+    paths = httpx.get(server.url + "/openapi.json").json()["paths"]
+    assert {"/get_reward", "/v1/score", "/healthz", "/readyz", "/metrics"} <= set(paths)
+
+
+CASES = [
+    # (response, label, reward, format, accuracy)
+    (R + "<answer>72</answer>", "Some steps.\n#### 72", 20.0, 10.0, 10.0),
+    (R + "<answer>\\boxed{\\frac{1}{2}}</answer>", "so $\\boxed{0.5}$", 20.0, 10.0, 10.0),
+    (R + "<answer>\\frac{\\sqrt{2}}{2}</answer>", "\\frac{1}{\\sqrt{2}}", 20.0, 10.0, 10.0),
+    (R + "<answer>71</answer>", "#### 72", 10.0, 10.0, 0.0),
+    (R + "<answer>0.33</answer>", "\\frac13", 10.0, 10.0, 0.0),
+    ("<answer>72</answer>", "72", 1.0, 1.0, 0.0),  # right answer, format not met
+    ("<reasoning>work <answer>72</answer>", "72", 1.5, 1.5, 0.0),
+    (R, "72", 1.0, 1.0, 0.0),
+    ("72", "72", 0.0, 0.0, 0.0),
+    (R + "<answer>72</answer>", 72, 20.0, 10.0, 10.0),  # numeric label
+    (R + "<answer>72</answer>", None, 10.0, 10.0, 0.0),
+]
+
+
+def test_get_reward_batch_in_order(server) -> None:
+    body = {
+        "query": [q(c[0]) for c in CASES],
+        "prompts": [PROMPT] * len(CASES),
+        "labels": [c[1] for c in CASES],
+    }
+    r = post(server, "/get_reward", body)
+    assert r.status_code == 200
+    data = r.json()
+    assert set(data) == {"rewards", "scores", "extra_logs"}
+    assert data["rewards"] == [c[2] for c in CASES]
+    assert data["scores"] == data["rewards"]
+    assert data["extra_logs"] == {
+        "format_reward": [c[3] for c in CASES],
+        "accuracy_reward": [c[4] for c in CASES],
+    }
+
+
+def test_single_sample_without_prompts(server) -> None:
+    r = post(server, "/get_reward", {"query": [R + "<answer>5</answer>"], "labels": ["5"]})
+    assert r.json()["rewards"] == [20.0]
+
+
+def test_v1_score_reasons(server) -> None:
+    responses = [
+        R + "<answer>1,000</answer>",
+        R + "<answer>999</answer>",
+        "<answer>1000</answer>",
+        R,
+        R + "<answer>  </answer>",
+        R + "<answer>" + "9" * 5000 + "</answer>",
+    ]
+    r = post(
+        server,
+        "/v1/score",
+        {"query": [q(x) for x in responses], "prompts": [PROMPT] * 6, "labels": ["#### 1000"] * 6},
+    )
+    assert r.status_code == 200
+    results = r.json()["results"]
+    assert [x["reason"] for x in results] == [
+        "equivalent",
+        "not_equivalent",
+        "format_not_met",
+        "no_answer_block",
+        "empty_answer",
+        "answer_too_long",
+    ]
+    first = results[0]
+    assert first["response"] == responses[0]
+    assert (first["answer"], first["reference"]) == ("1,000", "1000")
+    assert (first["format_score"], first["format_reason"]) == (10.0, "ok")
+    assert (first["accuracy_score"], first["reward"]) == (10.0, 20.0)
+
+
+def test_empty_batch(server) -> None:
+    r = post(server, "/get_reward", {"query": [], "prompts": [], "labels": []})
+    assert r.status_code == 200
+    assert r.json() == {
+        "rewards": [],
+        "scores": [],
+        "extra_logs": {"format_reward": [], "accuracy_reward": []},
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"query": ["a"], "labels": [', "not valid JSON"),
+        (b"[1, 2]", "object"),
+        (b'{"query": "a", "labels": ["1"]}', "query"),
+        (b'{"query": ["a", "b"], "labels": ["1"]}', "'query' has 2 items but 'labels' has 1"),
+        (b'{"query": ["a"], "prompts": [], "labels": ["1"]}', "'prompts' has 0"),
+        (b'{"query": [1], "labels": ["1"]}', "query[0]"),
+        (b'{"query": ["a"], "labels": [{"x": 1}]}', "labels[0] must be a string, a number or null"),
+        (b'{"query": ["a"]}', "labels: Field required"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+    ],
+)
+def test_malformed_requests_get_clear_4xx(server, content: bytes, message: str) -> None:
+    for path in ("/get_reward", "/v1/score"):
+        r = httpx.post(
+            server.url + path, content=content, headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 422, r.text
+        detail = r.json()["detail"]
+        assert isinstance(detail, str) and message in detail, detail
+        assert "Traceback" not in r.text
+
+
+def test_form_encoded_json_is_accepted(server) -> None:
+    # curl -d sends JSON as application/x-www-form-urlencoded; accept the JSON anyway.
+    r = httpx.post(
+        server.url + "/get_reward",
+        content=b'{"query": ["<reasoning>a</reasoning><answer>3</answer>"], "labels": [3]}',
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert r.json()["rewards"] == [20.0]
+
+
+def test_code_in_answers_is_never_executed(server, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    payloads = [
+        f"__import__('os').system('touch {marker}')",
+        f"\\boxed{{__import__('os').system('touch {marker}')}}",
+        f"(lambda: __import__('os').system('touch {marker}'))()",
+    ]
+    body = {"query": [R + f"<answer>{p}</answer>" for p in payloads], "labels": ["0"] * 3}
+    r = post(server, "/v1/score", body)
+    assert r.status_code == 200
+    assert [x["accuracy_score"] for x in r.json()["results"]] == [0.0] * 3
+    time.sleep(0.2)
+    assert not marker.exists()
+
+
+def _metric(text: str, name: str, labels: str = "") -> float:
+    pattern = re.escape(name) + (r"\{" + re.escape(labels) + r"\}" if labels else "") + r" (\S+)"
+    m = re.search(r"^" + pattern + "$", text, re.MULTILINE)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_hung_verification_is_killed_while_other_requests_are_answered(server, rs_tools) -> None:
+    """A worker stuck on one answer is killed at the 1 s timeout and replaced; meanwhile the
+    other worker and the fast path keep answering concurrent requests."""
+    before = httpx.get(server.url + "/metrics").text
+    processes_before = len(rs_tools.descendants(server.proc.pid))
+
+    async def main() -> None:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            t0 = time.perf_counter()
+
+            async def one(answer: str, label: str) -> tuple[dict, float]:
+                r = await client.post(
+                    "/v1/score",
+                    json={"query": [R + f"<answer>{answer}</answer>"], "labels": [label]},
+                )
+                assert r.status_code == 200
+                return r.json()["results"][0], time.perf_counter() - t0
+
+            hung = asyncio.create_task(one(HANG, "1"))
+            await asyncio.sleep(0.1)
+            # Symbolic checks (distinct, so neither cached nor shared) and numbers.
+            others = await asyncio.gather(
+                *(one(f"\\sqrt{{{k * k}}}", str(k)) for k in range(20, 30)),
+                *(one(f"{k},000", f"{k}000") for k in range(1, 30)),
+            )
+            item, hung_done = await hung
+            assert item["reason"] == "timeout" and item["accuracy_score"] == 0.0
+            assert 1.0 <= hung_done < 3.0
+            assert all(res["reason"] == "equivalent" for res, _ in others)
+            assert max(t for _, t in others) < hung_done, "requests waited for the hung check"
+
+    asyncio.run(main())
+    after = httpx.get(server.url + "/metrics").text
+    assert _metric(after, "gtpo_rs_verify_timeouts_total") == (
+        _metric(before, "gtpo_rs_verify_timeouts_total") + 1
+    )
+    assert _metric(after, "gtpo_rs_worker_restarts_total", 'reason="timeout"') >= 1
+    # The replacement serves: two workers again, and a symbolic check succeeds.
+    r = post(server, "/get_reward", {"query": [R + "<answer>\\sqrt{16}</answer>"], "labels": ["4"]})
+    assert r.json()["rewards"] == [20.0]
+    # The killed worker was replaced, not leaked.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if len(rs_tools.descendants(server.proc.pid)) == processes_before:
+            break
+        time.sleep(0.1)
+    assert len(rs_tools.descendants(server.proc.pid)) == processes_before
+
+
+def test_metrics_count_requests_verdicts_and_cache(server) -> None:
+    same = R + "<answer>\\frac{\\sqrt{3}}{3}</answer>"
+    for _ in range(3):
+        post(server, "/get_reward", {"query": [same], "labels": ["\\frac{1}{\\sqrt{3}}"]})
+    text = httpx.get(server.url + "/metrics").text
+    assert _metric(text, "gtpo_rs_requests_total", 'route="/get_reward",status="200"') >= 3
+    assert _metric(text, "gtpo_rs_verdicts_total", 'reason="equivalent"') >= 3
+    assert _metric(text, "gtpo_rs_cache_lookups_total", 'result="hit"') >= 2
+    assert _metric(text, "gtpo_rs_workers_ready") == 1.0
+    assert "gtpo_rs_request_seconds_bucket" in text
+
+
+def test_auth_limits_and_strict_mode_from_environment(secured_server) -> None:
+    body = {"query": [R + "<answer>4</answer>"], "labels": ["4"]}
+    url = secured_server.url
+    assert httpx.post(url + "/get_reward", json=body).status_code == 401
+    bad = httpx.post(url + "/get_reward", json=body, headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 401 and "token" in bad.json()["detail"]
+    auth = {"Authorization": "Bearer s3cret"}
+    assert httpx.post(url + "/get_reward", json=body, headers=auth).json()["rewards"] == [20.0]
+    # OpenRLHF's client cannot send headers: the token may ride in the URL.
+    assert httpx.post(url + "/get_reward?token=s3cret", json=body).status_code == 200
+    assert httpx.post(url + "/v1/score", json=body).status_code == 401
+    assert httpx.get(url + "/healthz").status_code == 200  # probes stay open
+
+    # GTPO_RS_STRICT_FORMAT=true: text between the blocks loses the full format score.
+    loose = {"query": [R + "so <answer>4</answer>"], "labels": ["4"]}
+    assert httpx.post(url + "/get_reward", json=loose, headers=auth).json()["rewards"] == [1.5]
+
+    # Batch limit (GTPO_RS_MAX_BATCH_SIZE=4).
+    five = {"query": ["x"] * 5, "labels": ["1"] * 5}
+    r = httpx.post(url + "/get_reward", json=five, headers=auth)
+    assert r.status_code == 413 and "GTPO_RS_MAX_BATCH_SIZE" in r.json()["detail"]
+
+    # Body limit (GTPO_RS_MAX_BODY_BYTES=4096), by Content-Length and by a chunked stream.
+    big = {"query": ["x" * 5000], "labels": ["1"]}
+    r = httpx.post(url + "/get_reward", json=big, headers=auth)
+    assert r.status_code == 413 and "GTPO_RS_MAX_BODY_BYTES" in r.json()["detail"]
+
+    def chunks():
+        yield b'{"query": ["'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"], "labels": ["1"]}'
+
+    r = httpx.post(url + "/get_reward", content=chunks(), headers=auth)
+    assert r.status_code == 413 and "GTPO_RS_MAX_BODY_BYTES" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_no_process_outlives_the_server(make_server, rs_tools, sig: int) -> None:
+    srv = make_server({"GTPO_RS_DEBUG_HANG_ANSWER": HANG, "GTPO_RS_VERIFY_TIMEOUT_S": "60"})
+    # Keep a worker busy so that it cannot notice the closed pipe by itself.
+    with pytest.raises(httpx.ReadTimeout):
+        body = {"query": [R + f"<answer>{HANG}</answer>"], "labels": ["1"]}
+        httpx.post(srv.url + "/get_reward", json=body, timeout=1.0)
+    children = rs_tools.descendants(srv.proc.pid)
+    assert len(children) >= 3  # two workers and the forkserver at least
+    srv.stop(sig)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(rs_tools.alive(p) for p in children):
+        time.sleep(0.1)
+    assert not [p for p in children if rs_tools.alive(p)]
+
+
+def test_metrics_add_up_across_uvicorn_workers(make_server, tmp_path: Path) -> None:
+    """With --workers 2 each process counts its own requests; /metrics must report their sum."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    srv = make_server(
+        {"GTPO_RS_WORKERS": "2", "GTPO_RS_VERIFY_WORKERS": "1", "TMPDIR": str(scratch)}
+    )
+    body = {
+        "query": ["Q: 1+1?<reasoning>r</reasoning><answer>2</answer>"],
+        "prompts": ["Q: 1+1?"],
+        "labels": ["2"],
+    }
+    sent = 40
+    with httpx.Client(base_url=srv.url, timeout=30) as client:
+        for _ in range(sent):
+            # A fresh connection each time, as OpenRLHF's client does, spreads the requests.
+            assert httpx.post(srv.url + "/get_reward", json=body, timeout=30).status_code == 200
+        for _ in range(4):  # whichever worker answers the scrape, the totals are the same
+            text = client.get("/metrics", headers={"Connection": "close"}).text
+            counted = sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("gtpo_rs_requests_total{") and 'route="/get_reward"' in line
+            )
+            assert counted == sent
+            items = [ln for ln in text.splitlines() if ln.startswith("gtpo_rs_items_total")]
+            assert items and float(items[0].rsplit(" ", 1)[1]) == sent
+    assert list(scratch.glob("gtpo-rs-metrics-*")), "the shared samples live in a temp folder"
+    srv.stop(signal.SIGTERM)
+    assert not list(scratch.glob("gtpo-rs-metrics-*")), "a clean stop removes it"
