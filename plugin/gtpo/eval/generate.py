@@ -1,0 +1,294 @@
+"""Sample n completions per prompt with vLLM (GPU) or transformers ``generate`` (CPU), cached.
+
+Every completion is appended to a JSONL cache as soon as its batch finishes, keyed by
+(model fingerprint, prompt, sampling parameters, sample index). A rerun — after an interruption,
+or with a larger n — generates only what the cache lacks, so a 64-sample AIME run that stops at
+sample 40 resumes there. ``n`` is not part of the key: raising n from 32 to 64 keeps the first 32.
+
+Prompts are tokenized without adding special tokens, as OpenRLHF does in training: a chat-template
+prompt already holds its BOS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("vllm", "hf")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling parameters (paper Sec. 6: temperature 1.0 at test time)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 1024
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.temperature <= 0:
+            raise ValueError(
+                f"temperature must be > 0 for pass@k/maj@k sampling, got {self.temperature}"
+            )
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+def model_fingerprint(model: str) -> str:
+    """Identity of a model for the cache: its path plus, for a local folder, the content of its
+    config and the size and modification time of its weight files — retraining into the same
+    folder must not reuse the old checkpoint's samples. A hub id is used as is."""
+    path = Path(model)
+    if not path.is_dir():
+        return model
+    parts = [str(path.resolve())]
+    for file in sorted(path.iterdir()):
+        if file.name == "config.json":
+            parts.append(hashlib.sha256(file.read_bytes()).hexdigest())
+        elif file.suffix in (".safetensors", ".bin", ".pt", ".gguf"):
+            stat = file.stat()
+            parts.append(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def cache_key(fingerprint: str, prompt: str, sampling: Sampling, index: int) -> str:
+    """sha256 of (model, prompt, sampling parameters, sample index)."""
+    payload = json.dumps(
+        [fingerprint, prompt, asdict(sampling), index], ensure_ascii=False, sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class GenerationCache:
+    """Append-only JSONL of generated completions; a torn last line (a killed run) is skipped."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.entries: dict[str, str] = {}
+        # A killed run can leave a last line without its newline: the next append must not
+        # glue a good row onto it.
+        self._torn_tail = False
+        if self.path.exists():
+            with self.path.open("rb") as fh:
+                if fh.seek(0, os.SEEK_END) > 0:
+                    fh.seek(-1, os.SEEK_END)
+                    self._torn_tail = fh.read(1) != b"\n"
+            with self.path.open(encoding="utf-8") as fh:
+                for number, line in enumerate(fh, 1):
+                    try:
+                        row = json.loads(line)
+                        self.entries[row["key"]] = row["text"]
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        log.warning("%s:%d: unreadable cache line skipped", self.path, number)
+            log.info("generation cache %s: %d completions", self.path, len(self.entries))
+
+    def get(self, key: str) -> str | None:
+        return self.entries.get(key)
+
+    def add(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Append rows ({"key", "text", ...}) and flush them to disk before returning."""
+        if not rows:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            if self._torn_tail:
+                fh.write("\n")
+                self._torn_tail = False
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        for row in rows:
+            self.entries[row["key"]] = row["text"]
+
+
+def _derived_seed(seed: int, prompt: str, first_index: int) -> int:
+    """A seed per (prompt, first sample of a batch): reruns draw the same samples whatever was
+    already cached, and different prompts never share a random stream."""
+    digest = hashlib.sha256(f"{seed}|{first_index}|{prompt}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+# A generator gets the prompts, for each the sample indices still missing, and a callback that
+# stores (prompt index, sample index, text) rows as they come.
+Store = Callable[[list[tuple[int, int, str]]], None]
+
+
+def _hf_generate(
+    model_path: str,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    missing: dict[int, list[int]],
+    sampling: Sampling,
+    store: Store,
+    *,
+    batch_size: int,
+    device: str | None,
+) -> None:
+    """transformers ``generate``: one prompt at a time, up to ``batch_size`` samples per call."""
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    kwargs: dict[str, Any] = {}
+    if device.startswith("cuda"):
+        # transformers renamed torch_dtype to dtype in 4.56.
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        kwargs["dtype" if (major, minor) >= (4, 56) else "torch_dtype"] = torch.bfloat16
+    model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(device).eval()
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+    pad_id = (
+        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(stop_ids), 0)
+    )
+    stop_ids.add(pad_id)
+
+    total = sum(len(v) for v in missing.values())
+    with tqdm(total=total, desc=f"generate (hf) {Path(model_path).name}", unit="sample") as bar:
+        for p, indices in missing.items():
+            ids = tokenizer(prompts[p], add_special_tokens=False, return_tensors="pt").input_ids
+            ids = ids.to(device)
+            for start in range(0, len(indices), batch_size):
+                chunk = indices[start : start + batch_size]
+                torch.manual_seed(_derived_seed(sampling.seed, prompts[p], chunk[0]))
+                with torch.no_grad():
+                    out = model.generate(
+                        ids,
+                        attention_mask=torch.ones_like(ids),
+                        do_sample=True,
+                        temperature=sampling.temperature,
+                        top_p=sampling.top_p,
+                        top_k=0,
+                        max_new_tokens=sampling.max_new_tokens,
+                        num_return_sequences=len(chunk),
+                        pad_token_id=pad_id,
+                    )
+                rows = []
+                for index, row in zip(chunk, out[:, ids.shape[1] :].tolist(), strict=True):
+                    # Cut at the first end/pad token: what follows is padding.
+                    end = next((i for i, t in enumerate(row) if t in stop_ids), len(row))
+                    text = tokenizer.decode(row[:end], skip_special_tokens=False)
+                    rows.append((p, index, text))
+                store(rows)
+                bar.update(len(chunk))
+
+
+def _vllm_generate(
+    model_path: str,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    missing: dict[int, list[int]],
+    sampling: Sampling,
+    store: Store,
+    *,
+    batch_size: int,
+    vllm_kwargs: dict[str, Any] | None,
+) -> None:
+    """vLLM: ``batch_size`` prompts per ``generate`` call (each with its missing samples), so
+    the cache is written after every chunk."""
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError as err:
+        raise RuntimeError(
+            "the vllm backend needs vLLM on a CUDA machine (pip install vllm, or the "
+            "'openrlhf' extra); on CPU use --backend hf"
+        ) from err
+
+    llm = LLM(model=model_path, seed=sampling.seed, **(vllm_kwargs or {}))
+    todo = list(missing.items())
+    total = sum(len(v) for _, v in todo)
+    with tqdm(total=total, desc=f"generate (vllm) {Path(model_path).name}", unit="sample") as bar:
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start : start + batch_size]
+            requests = [
+                {"prompt_token_ids": tokenizer(prompts[p], add_special_tokens=False).input_ids}
+                for p, _ in chunk
+            ]
+            params = [
+                SamplingParams(
+                    n=len(indices),
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    max_tokens=sampling.max_new_tokens,
+                    seed=_derived_seed(sampling.seed, prompts[p], indices[0]),
+                )
+                for p, indices in chunk
+            ]
+            outputs = llm.generate(requests, params, use_tqdm=False)
+            rows = []
+            for (p, indices), output in zip(chunk, outputs, strict=True):
+                for index, completion in zip(indices, output.outputs, strict=True):
+                    rows.append((p, index, completion.text))
+            store(rows)
+            bar.update(sum(len(indices) for _, indices in chunk))
+
+
+def generate(
+    model_path: str,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    n: int,
+    sampling: Sampling,
+    cache: GenerationCache,
+    *,
+    backend: str = "hf",
+    batch_size: int = 16,
+    device: str | None = None,
+    vllm_kwargs: dict[str, Any] | None = None,
+) -> list[list[str]]:
+    """``n`` completions for each prompt (text after the prompt), from the cache when there."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    fingerprint = model_fingerprint(model_path)
+    keys = [[cache_key(fingerprint, prompt, sampling, i) for i in range(n)] for prompt in prompts]
+    missing: dict[int, list[int]] = {}
+    for p, row in enumerate(keys):
+        todo = [i for i, key in enumerate(row) if cache.get(key) is None]
+        if todo:
+            missing[p] = todo
+    cached = len(prompts) * n - sum(len(v) for v in missing.values())
+    log.info("%s: %d of %d completions cached", model_path, cached, len(prompts) * n)
+
+    def store(rows: list[tuple[int, int, str]]) -> None:
+        cache.add(
+            [
+                {"key": keys[p][i], "prompt_index": p, "sample": i, "text": text}
+                for p, i, text in rows
+            ]
+        )
+
+    if missing and backend == "hf":
+        _hf_generate(
+            model_path, tokenizer, prompts, missing, sampling, store,
+            batch_size=batch_size, device=device,
+        )  # fmt: skip
+    elif missing:
+        _vllm_generate(
+            model_path, tokenizer, prompts, missing, sampling, store,
+            batch_size=batch_size, vllm_kwargs=vllm_kwargs,
+        )  # fmt: skip
+    result = []
+    for row in keys:
+        texts = [cache.get(key) for key in row]
+        if any(text is None for text in texts):
+            raise RuntimeError("generation finished with samples missing from the cache")
+        result.append([t for t in texts if t is not None])
+    return result

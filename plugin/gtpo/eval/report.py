@@ -1,0 +1,66 @@
+"""Evaluation outputs: ``results.json``, a markdown table and a PNG of pass@k / maj@k against k
+(one line per model, so GTPO and GRPO checkpoints compare in one picture)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def write_json(path: Path, results: Sequence[dict[str, Any]], config: dict[str, Any]) -> None:
+    """All numbers and the settings that produced them."""
+    path.write_text(json.dumps({"config": config, "models": list(results)}, indent=2) + "\n")
+
+
+def markdown_table(results: Sequence[dict[str, Any]]) -> str:
+    """One row per model: pass@k and maj@k (%) for every k, format rate (%), mean reward."""
+    ks = sorted({int(k) for r in results for k in r["pass@k"]})
+    head = (
+        ["model", "prompts", "n"]
+        + [f"pass@{k}" for k in ks]
+        + [f"maj@{k}" for k in ks]
+        + ["format %", "mean reward"]
+    )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        cells = [r["name"], str(r["prompts"]), str(r["n"])]
+        for metric in ("pass@k", "maj@k"):
+            cells += [f"{100 * r[metric][str(k)]:.1f}" for k in ks]
+        cells += [f"{100 * r['format_rate']:.1f}", f"{r['mean_reward']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(path: Path, results: Sequence[dict[str, Any]], title: str = "") -> None:
+    """pass@k (left) and maj@k (right) in % against k on a log2 axis, one line per model."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise RuntimeError(
+            "the plot needs matplotlib: pip install matplotlib (or the 'eval' extra)"
+        ) from err
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, metric in zip(axes, ("pass@k", "maj@k"), strict=True):
+        for r in results:
+            ks = sorted(int(k) for k in r[metric])
+            ax.plot(ks, [100 * r[metric][str(k)] for k in ks], marker="o", label=r["name"])
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_xlabel("k")
+        ax.set_title(metric)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("%")
+    axes[1].legend()
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,130 @@
+"""Generation plumbing without a GPU: the vLLM backend against a fake ``vllm`` module, the
+cache key, prompt rendering and the errors that say what to change."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gtpo.eval.generate import GenerationCache, Sampling, cache_key, generate, model_fingerprint
+from gtpo.eval.run import load_eval_data, render_prompt
+
+
+class FakeTokenizer:
+    chat_template = None
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> Any:
+        ids = [ord(c) for c in text]
+        return types.SimpleNamespace(input_ids=([1] if add_special_tokens else []) + ids)
+
+
+def fake_vllm(calls: list[dict[str, Any]]) -> types.ModuleType:
+    """Records what the backend asks for; completion j of a prompt is 'P<first char>-<j>'."""
+    module = types.ModuleType("vllm")
+
+    class SamplingParams:
+        def __init__(self, **kw: Any) -> None:
+            self.__dict__.update(kw)
+
+    class LLM:
+        def __init__(self, model: str, seed: int, **kw: Any) -> None:
+            calls.append({"init": model, "seed": seed, **kw})
+
+        def generate(self, requests, params, use_tqdm=False):
+            calls.append({"requests": requests, "params": params})
+            return [
+                types.SimpleNamespace(
+                    outputs=[
+                        types.SimpleNamespace(text=f"P{chr(r['prompt_token_ids'][0])}-{j}")
+                        for j in range(p.n)
+                    ]
+                )
+                for r, p in zip(requests, params, strict=True)
+            ]
+
+    module.LLM, module.SamplingParams = LLM, SamplingParams
+    return module
+
+
+def test_vllm_backend_requests_only_missing_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(calls))
+    cache = GenerationCache(tmp_path / "c.jsonl")
+    sampling = Sampling(temperature=1.0, max_new_tokens=32, seed=3)
+    prompts = ["alpha", "beta", "gamma"]
+    out = generate("hub/model", FakeTokenizer(), prompts, 2, sampling, cache, backend="vllm",
+                   batch_size=2, vllm_kwargs={"tensor_parallel_size": 1})  # fmt: skip
+    assert out == [["Pa-0", "Pa-1"], ["Pb-0", "Pb-1"], ["Pg-0", "Pg-1"]]
+    assert calls[0] == {"init": "hub/model", "seed": 3, "tensor_parallel_size": 1}
+    # Two chunks of at most 2 prompts; token ids without an added BOS (OpenRLHF's choice).
+    assert [len(c["requests"]) for c in calls[1:]] == [2, 1]
+    assert calls[1]["requests"][0]["prompt_token_ids"] == [ord(c) for c in "alpha"]
+    params = calls[1]["params"]
+    assert (params[0].n, params[0].temperature, params[0].max_tokens) == (2, 1.0, 32)
+    assert params[0].seed != params[1].seed  # prompts never share a random stream
+
+    # n = 3 later: the first 2 samples come from the cache, one more is requested per prompt.
+    calls.clear()
+    cache = GenerationCache(tmp_path / "c.jsonl")
+    again = generate(
+        "hub/model", FakeTokenizer(), prompts, 3, sampling, cache, backend="vllm", batch_size=8
+    )
+    assert [p.n for p in calls[1]["params"]] == [1, 1, 1]
+    assert again[0][:2] == ["Pa-0", "Pa-1"] and len(again[0]) == 3
+
+
+def test_vllm_missing_says_use_hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
+    with pytest.raises(RuntimeError, match="on CPU use --backend hf"):
+        generate("m", FakeTokenizer(), ["x"], 1, Sampling(), GenerationCache(tmp_path / "c"),
+                 backend="vllm")  # fmt: skip
+
+
+def test_cache_key_changes_with_every_part(tmp_path: Path) -> None:
+    base = cache_key("m", "p", Sampling(), 0)
+    assert base == cache_key("m", "p", Sampling(), 0)
+    variants = {
+        base,
+        cache_key("m2", "p", Sampling(), 0),
+        cache_key("m", "p2", Sampling(), 0),
+        cache_key("m", "p", Sampling(temperature=0.7), 0),
+        cache_key("m", "p", Sampling(seed=1), 0),
+        cache_key("m", "p", Sampling(), 1),
+    }
+    assert len(variants) == 6
+
+
+def test_fingerprint_follows_checkpoint_content(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"a": 1}')
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 10)
+    first = model_fingerprint(str(tmp_path))
+    (tmp_path / "model.safetensors").write_bytes(b"y" * 11)  # retrained into the same folder
+    assert model_fingerprint(str(tmp_path)) != first
+    assert model_fingerprint("org/hub-model") == "org/hub-model"
+
+
+def test_sampling_and_backend_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        Sampling(temperature=0)
+    with pytest.raises(ValueError, match="unknown backend 'tgi'"):
+        generate("m", FakeTokenizer(), ["x"], 1, Sampling(), GenerationCache(tmp_path / "c"),
+                 backend="tgi")  # fmt: skip
+
+
+def test_render_prompt_and_data_errors(tmp_path: Path) -> None:
+    assert render_prompt("ready prompt", FakeTokenizer()) == "ready prompt"
+    with pytest.raises(ValueError, match="--format plain"):
+        render_prompt([{"role": "user", "content": "q"}], FakeTokenizer())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question": "q", "answer": "1"}) + "\n")
+    with pytest.raises(ValueError, match="no 'prompt', 'label' key"):
+        load_eval_data(bad)
+    items = load_eval_data(bad, input_key="question", label_key="answer")
+    assert (items[0].prompt, items[0].label) == ("q", "1")
