@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         _serve(args)
     finally:
         if metrics_dir is not None:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from reward_server.__main__ import main
@@ -29,13 +32,20 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GTPO_RS_PORT", "9000")
     monkeypatch.setenv("GTPO_RS_VERIFY_TIMEOUT_S", "3.5")
     ran = {}
-    monkeypatch.setattr("uvicorn.run", lambda app, **kw: ran.update(app=app, **kw))
+
+    def fake_run(app, **kw):
+        ran.update(app=app, metrics_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR"), **kw)
+
+    monkeypatch.setattr("uvicorn.run", fake_run)
     main(["--port", "8123", "--workers", "3", "--host", "0.0.0.0"])
     assert ran["app"] == "reward_server.app:app_from_env" and ran["factory"] is True
     assert (ran["host"], ran["port"], ran["workers"]) == ("0.0.0.0", 8123, 3)
     # Each uvicorn worker builds its settings from the environment: flags travel through it.
     s = Settings()
     assert (s.port, s.workers, s.host, s.verify_timeout_s) == (8123, 3, "0.0.0.0", 3.5)
+    # Several workers share their metrics through a temporary folder, gone once serving ends.
+    folder = ran["metrics_dir"]
+    assert folder and "PROMETHEUS_MULTIPROC_DIR" not in os.environ and not Path(folder).exists()
 
 
 def test_bad_environment_fails_with_the_variable_named(monkeypatch: pytest.MonkeyPatch) -> None:
