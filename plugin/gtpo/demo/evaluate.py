@@ -1,0 +1,94 @@
+"""Held-out evaluation: greedy and sampled accuracy, format rate, pass@k and maj@k (paper Sec. 6.1).
+
+Every sample is scored by the reward server, as in training. pass@k and maj@k are the project's
+estimators (`gtpo.eval`): unbiased pass@k (Chen et al. 2021) and maj@k averaged exactly over
+every k of the n samples. Only well-formed samples vote (the server grants accuracy only with
+the full format); the demo's answers are integers, so they vote by their text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+
+from gtpo.demo.model import Policy, sample
+from gtpo.demo.reward_client import RewardClient
+from gtpo.demo.task import A_CLOSE, A_OPEN, STYLES, Problem, style_of
+from gtpo.eval import maj_at_k, pass_at_k
+
+FULL_FORMAT = 10.0
+FULL_ACCURACY = 10.0
+
+
+def extract_answer(response: str) -> str | None:
+    """Text of the last ``<answer>…</answer>`` block, stripped (the vote key for maj@k)."""
+    close = response.rfind(A_CLOSE)
+    start = response.rfind(A_OPEN, 0, close) if close >= 0 else -1
+    if start < 0:
+        return None
+    return response[start + len(A_OPEN) : close].strip()
+
+
+def evaluate(
+    policy: Policy,
+    problems: list[Problem],
+    client: RewardClient,
+    samples_per_prompt: int,
+    max_new_tokens: int,
+    seed: int,
+) -> dict[str, float]:
+    """Greedy and sampled (T = 1.0) metrics on `problems`, in [0, 1].
+
+    Keys: greedy_accuracy, greedy_format, sampled_accuracy, format_rate, pass@1..n, maj@1..n
+    with n = `samples_per_prompt`; also mean_length (tokens) and style_<name>, the share of
+    sampled completions in each reasoning style.
+    """
+    n = samples_per_prompt
+    texts = [p.prompt for p in problems]
+    labels = [str(p.answer) for p in problems]
+    prompts = [policy.encode(t) for t in texts]
+    results: dict[str, float] = {}
+
+    greedy = sample(policy.model, prompts, policy.eos_id, policy.pad_id, max_new_tokens, 0.0)
+    scored = client.score(texts, [policy.decode(c) for c in greedy], labels, per_request=16)
+    results["greedy_accuracy"] = _share(scored.accuracy, FULL_ACCURACY)
+    results["greedy_format"] = _share(scored.format, FULL_FORMAT)
+
+    generator = torch.Generator().manual_seed(seed)
+    rows = [ids for ids in prompts for _ in range(n)]
+    sampled = sample(
+        policy.model, rows, policy.eos_id, policy.pad_id, max_new_tokens, 1.0, generator
+    )
+    responses = [policy.decode(c) for c in sampled]
+    scored = client.score(
+        [t for t in texts for _ in range(n)],
+        responses,
+        [lab for lab in labels for _ in range(n)],
+        per_request=n,
+    )
+    results["sampled_accuracy"] = _share(scored.accuracy, FULL_ACCURACY)
+    results["format_rate"] = _share(scored.format, FULL_FORMAT)
+    results["mean_length"] = sum(len(c) for c in sampled) / len(sampled)
+    styles = Counter(style_of(r) for r in responses)
+    for style in (*STYLES, "other"):
+        results[f"style_{style}"] = styles[style] / len(responses)
+
+    correct = [a == FULL_ACCURACY for a in scored.accuracy]
+    answers = [
+        extract_answer(r) if f == FULL_FORMAT else None
+        for r, f in zip(responses, scored.format, strict=True)
+    ]
+    for k in range(1, n + 1):
+        passes, majorities = 0.0, 0.0
+        for p in range(len(problems)):
+            rows_p = slice(p * n, (p + 1) * n)
+            passes += pass_at_k(n, sum(correct[rows_p]), k)
+            majorities += maj_at_k(answers[rows_p], correct[rows_p], k)
+        results[f"pass@{k}"] = passes / len(problems)
+        results[f"maj@{k}"] = majorities / len(problems)
+    return results
+
+
+def _share(values: list[float], full: float) -> float:
+    return sum(v == full for v in values) / len(values) if values else 0.0

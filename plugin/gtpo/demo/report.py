@@ -1,0 +1,281 @@
+"""The report folder: per-step metrics (JSONL and CSV), PNG plots, and ``summary.md``.
+
+Plots mirror the paper's figures in miniature: rewards during training (Fig. 2 top), mean
+completion entropy against ln 2 (Fig. 1, 4), the share of conflict tokens and of filtered
+completions, and pass@k / maj@k on held-out prompts (Fig. 2 bottom).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display needed
+import matplotlib.pyplot as plt
+
+from gtpo import LN2
+
+COLORS = {"gtpo": "tab:blue", "grpo": "tab:red"}
+SUMMARY_ROWS = (
+    ("greedy_accuracy", "greedy accuracy"),
+    ("sampled_accuracy", "sampled accuracy (T = 1)"),
+    ("format_rate", "format rate (sampled)"),
+    ("pass@1", "pass@1"),
+    ("pass@2", "pass@2"),
+    ("pass@4", "pass@4"),
+    ("pass@8", "pass@8"),
+    ("maj@1", "maj@1"),
+    ("maj@2", "maj@2"),
+    ("maj@4", "maj@4"),
+    ("maj@8", "maj@8"),
+    ("mean_length", "completion length (tokens, sampled)"),
+    ("style_short", "share of short-style reasoning (sampled)"),
+)
+
+
+def _color(label: str) -> str:
+    return COLORS.get(label.split("-")[0], "tab:green")
+
+
+def load_rows(out: Path, results: dict) -> list[dict]:
+    """Per-step rows of every run, ordered by seed then method (not by finishing time)."""
+    rows = []
+    for run in sorted(results["runs"], key=lambda r: (r["seed"], r["method"])):
+        path = out / "runs" / f"{run['method']}-seed{run['seed']}.jsonl"
+        rows.extend(json.loads(line) for line in path.read_text().splitlines() if line)
+    return rows
+
+
+def write_metrics_tables(out: Path, results: dict) -> None:
+    """``metrics.jsonl`` and ``metrics.csv``: one row per (seed, method, step)."""
+    rows = load_rows(out, results)
+    with open(out / "metrics.jsonl", "w") as sink:
+        for row in rows:
+            sink.write(json.dumps(row) + "\n")
+    if rows:
+        fields = list(rows[0])
+        with open(out / "metrics.csv", "w", newline="") as sink:
+            writer = csv.DictWriter(sink, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+def _smooth(values: list[float], window: int) -> list[float]:
+    """Trailing moving average (the raw curves of 64 samples a step are noisy)."""
+    smoothed, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= window:
+            total -= values[i - window]
+        smoothed.append(total / min(i + 1, window))
+    return smoothed
+
+
+def _curves(rows: list[dict], key: str) -> dict[str, tuple[list[int], list[float]]]:
+    """Per method: steps and the value of `key` averaged over seeds."""
+    by_method: dict[str, dict[int, list[float]]] = {}
+    for row in rows:
+        by_method.setdefault(row["method"], {}).setdefault(row["step"], []).append(row[key])
+    return {
+        method: (sorted(steps), [sum(steps[s]) / len(steps[s]) for s in sorted(steps)])
+        for method, steps in by_method.items()
+    }
+
+
+def _plot_panel(
+    ax, rows: list[dict], key: str, title: str, ylabel: str, linestyle="-", suffix=""
+) -> None:
+    curves = _curves(rows, key)
+    window = max(1, min(10, len(next(iter(curves.values()))[0]) // 10)) if curves else 1
+    for method, (steps, values) in sorted(curves.items()):
+        color = _color(method)
+        ax.plot(steps, values, color=color, alpha=0.25, linewidth=0.8, linestyle=linestyle)
+        ax.plot(
+            steps, _smooth(values, window), color=color, label=method + suffix,
+            linestyle=linestyle,
+        )  # fmt: skip
+    ax.set_title(title)
+    ax.set_xlabel("RL step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+
+
+def plot_training(out: Path, rows: list[dict], n_seeds: int) -> list[str]:
+    """The training plots; returns their file names."""
+    note = f" (mean of {n_seeds} seeds)" if n_seeds > 1 else ""
+    files = []
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for ax, (key, title, top) in zip(
+        axes,
+        (
+            ("reward", "total reward", 20),
+            ("format_reward", "format reward", 10),
+            ("accuracy_reward", "accuracy reward", 10),
+        ),
+        strict=True,
+    ):
+        _plot_panel(ax, rows, key, title + note, f"mean over samples (0..{top})")
+        ax.set_ylim(0, top * 1.02)
+    axes[0].legend()
+    files.append(_save(fig, out / "rewards.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    _plot_panel(ax, rows, "entropy_mean", "mean completion entropy ⟨H⟩" + note, "nats")
+    ax.axhline(LN2, color="black", linestyle="--", linewidth=1, label="ln 2")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    files.append(_save(fig, out / "entropy.png"))
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    _plot_panel(
+        axes[0], rows, "conflict_frac_pos", "conflict tokens, A > 0 (λ = 2)", "share of tokens"
+    )
+    _plot_panel(
+        axes[1], rows, "conflict_frac_neg", "conflict tokens, A < 0 (λ = 0)", "share of tokens"
+    )
+    axes[0].legend()
+    fig.suptitle("share of completion tokens in the conflict mask M (Eq. 5)" + note)
+    files.append(_save(fig, out / "conflict.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    title = "filtered completions (δ = 0, Eq. 6)" + note
+    _plot_panel(ax, rows, "filtered_frac", title, "share of completions", suffix=": filtered")
+    # Dashed: completions with ⟨H⟩ > ln 2, the ones δ removes when H_ini < ln 2 (GRPO keeps
+    # them): shows what the filter would act on for both methods.
+    _plot_panel(
+        ax, rows, "high_entropy_frac", title, "share of completions", linestyle="--",
+        suffix=": ⟨H⟩ > ln 2",
+    )  # fmt: skip
+    top = max([r["high_entropy_frac"] for r in rows] + [r["filtered_frac"] for r in rows])
+    ax.set_ylim(-0.002, max(0.05, min(1.0, 1.15 * top)))
+    ax.legend()
+    files.append(_save(fig, out / "filtered.png"))
+    return files
+
+
+def plot_eval(out: Path, results: dict) -> str:
+    """pass@k and maj@k against k, before and after RL (mean over seeds)."""
+    ks = list(range(1, results["config"]["eval_samples"] + 1))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, metric in zip(axes, ("pass", "maj"), strict=True):
+        before = _mean_over_seeds(results, results["methods"][0], "before")
+        ax.plot(ks, [before[f"{metric}@{k}"] for k in ks], color="gray", marker="o",
+                label="warm start (before RL)")  # fmt: skip
+        for method in results["methods"]:
+            after = _mean_over_seeds(results, method, "after")
+            ax.plot(ks, [after[f"{metric}@{k}"] for k in ks], color=_color(method), marker="o",
+                    label=method)  # fmt: skip
+        ax.set_title(f"{metric}@k on held-out prompts")
+        ax.set_xlabel("k")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("share of prompts")
+    axes[0].legend()
+    return _save(fig, out / "eval.png")
+
+
+def _save(fig, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def _mean_over_seeds(results: dict, method: str, when: str) -> dict[str, float]:
+    runs = [r[when] for r in results["runs"] if r["method"] == method]
+    return {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
+
+
+def _cell(values: list[float]) -> str:
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.3f}" if abs(mean) < 10 else f"{mean:.1f}"
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return f"{mean:.3f} ± {sd:.3f}" if abs(mean) < 10 else f"{mean:.1f} ± {sd:.1f}"
+
+
+def _display(label: str) -> str:
+    """``gtpo`` -> ``GTPO``, ``gtpo-no-filter`` -> ``GTPO no-filter``."""
+    method, _, ablation = label.partition("-")
+    return f"{method.upper()} {ablation}".strip()
+
+
+def summary_table(results: dict) -> str:
+    """Markdown table: warm start vs each method after RL, held-out metrics."""
+    methods = results["methods"]
+    header = "| held-out metric | warm start (before RL) | " + " | ".join(
+        f"{_display(m)} after RL" for m in methods
+    )
+    lines = [header + " |", "|---" * (2 + len(methods)) + "|"]
+    first = methods[0]
+    for key, name in SUMMARY_ROWS:
+        before = [r["before"][key] for r in results["runs"] if r["method"] == first]
+        cells = [_cell(before)]
+        for method in methods:
+            cells.append(_cell([r["after"][key] for r in results["runs"] if r["method"] == method]))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(out: Path, results: dict) -> None:
+    """Plots and ``summary.md`` in `out`."""
+    rows = load_rows(out, results)
+    seeds = sorted({r["seed"] for r in results["runs"]})
+    pictures = plot_training(out, rows, len(seeds))
+    pictures.append(plot_eval(out, results))
+    cfg = results["config"]
+    h_ini = ", ".join(f"{float(v):.3f}" for v in results["h_ini"].values())
+    last = _final_training(rows, results["methods"])
+    text = [
+        "# gtpo demo: GTPO vs GRPO on a tiny model",
+        "",
+        f"Seeds {', '.join(map(str, seeds))}; {cfg['steps']} RL steps of "
+        f"{cfg['prompts_per_step']} prompts × G = {cfg['group_size']} completions, "
+        f"temperature 1.0, lr {cfg['lr']:g}, one policy iteration per batch, no KL; warm start "
+        f"{cfg['sft_steps']} SFT steps on noisy demonstrations; held-out set "
+        f"{cfg['eval_prompts']} prompts × {cfg['eval_samples']} samples."
+        + (f" Ablation: {cfg['ablation']}." if cfg["ablation"] else ""),
+        "",
+        f"H_ini (mean completion entropy before RL, per seed): {h_ini} nats "
+        f"(ln 2 = {LN2:.3f}; below it, GTPO filters completions with ⟨H⟩ > ln 2).",
+        f"Rewards: {int(results['reward_requests'])} POST /get_reward requests to the reward "
+        f"server ({results['reward_url']}). Wall time {results['wall_seconds']:.0f} s.",
+        "",
+        "## Held-out prompts" + (" (mean ± sd over seeds)" if len(seeds) > 1 else ""),
+        "",
+        summary_table(results),
+        "",
+        "## Training, mean of the last 20 % of steps",
+        "",
+        "| method | total reward | format reward | accuracy reward | ⟨H⟩ | filtered |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {m} | {v['reward']:.2f} | {v['format_reward']:.2f} | "
+            f"{v['accuracy_reward']:.2f} | {v['entropy_mean']:.3f} | {v['filtered_frac']:.3f} |"
+            for m, v in last.items()
+        ],
+        "",
+        "## Plots",
+        "",
+        *[f"![{name}]({name})" for name in pictures],
+        "",
+        "Per-step metrics: `metrics.csv`, `metrics.jsonl`; everything above: `results.json`.",
+        "",
+    ]
+    (out / "summary.md").write_text("\n".join(text))
+
+
+def _final_training(rows: list[dict], methods: list[str]) -> dict[str, dict[str, float]]:
+    result = {}
+    for method in methods:
+        mine = [r for r in rows if r["method"] == method]
+        last_step = max(r["step"] for r in mine)
+        tail = [r for r in mine if r["step"] >= last_step - max(1, (last_step + 1) // 5) + 1]
+        keys = ("reward", "format_reward", "accuracy_reward", "entropy_mean", "filtered_frac")
+        result[method] = {k: sum(r[k] for r in tail) / len(tail) for k in keys}
+    return result

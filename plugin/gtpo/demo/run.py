@@ -1,0 +1,284 @@
+"""`gtpo demo`: reward server → task and tokenizer → warm start → GTPO and GRPO side by side →
+held-out evaluation → report.
+
+For each seed the warm start, H_ini and the "before RL" evaluation are computed once in this
+process; then GTPO and GRPO train from that same checkpoint in two worker processes with one
+thread each (on 2 cores, thread contention slows the tiny model's ops many times over), and
+each evaluates its final policy. All randomness comes from seeded generators inside each
+process and rewards are put back by index, so a fixed seed gives identical results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer
+
+from gtpo.demo.evaluate import evaluate
+from gtpo.demo.model import Policy, build_model
+from gtpo.demo.report import write_metrics_tables, write_report
+from gtpo.demo.reward_client import LocalRewardServer, RewardClient, request_count
+from gtpo.demo.task import Problem, corpus, make_split
+from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer, check_round_trip
+from gtpo.demo.trainer import RLConfig, measure_h_ini, train, training_order
+from gtpo.demo.warmstart import warm_start
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """What one `gtpo demo` run does. `PRESETS` hold the default and the --quick sizes."""
+
+    out: Path = Path("gtpo-demo")
+    seeds: tuple[int, ...] = (0,)
+    steps: int = 150
+    lr: float = 5e-5
+    ablation: str | None = None
+    reward_url: str | None = None
+    sft_steps: int = 600
+    n_train: int = 4000
+    eval_prompts: int = 64
+    eval_samples: int = 8  # k up to 8 for pass@k and maj@k
+    h_ini_prompts: int = 100  # the paper: the first 100 training prompts
+    prompts_per_step: int = 8
+    group_size: int = 8
+    max_new_tokens: int = 48
+    quick: bool = False
+
+
+PRESETS: dict[str, dict] = {
+    "default": {},
+    # About 30 s of compute: enough to exercise every stage, not to learn much.
+    "quick": {"steps": 6, "sft_steps": 100, "eval_prompts": 16, "h_ini_prompts": 32},
+}
+
+
+def make_policy(model, tokenizer: Tokenizer) -> Policy:
+    return Policy(
+        model=model,
+        encode=lambda text: tokenizer.encode(text).ids,
+        # Special tokens kept: the query OpenRLHF sends holds the EOS, the server strips it.
+        decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
+        eos_id=tokenizer.token_to_id(EOS),
+        pad_id=tokenizer.token_to_id(PAD),
+    )
+
+
+@dataclass(frozen=True)
+class RLJob:
+    """Everything a worker process needs (picklable: it is sent to a spawned process)."""
+
+    cfg: RLConfig
+    tokenizer_json: str
+    warm_start_path: str
+    reward_url: str
+    train: list[Problem]
+    heldout: list[Problem]
+    h_ini: float
+    metrics_path: str
+    eval_samples: int
+    eval_seed: int
+    progress_position: int
+
+
+def _init_worker(level: int) -> None:
+    torch.set_num_threads(1)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def run_rl_job(job: RLJob) -> dict:
+    """Train one method from the warm start, then evaluate it on the held-out prompts."""
+    torch.set_num_threads(1)
+    tokenizer = Tokenizer.from_str(job.tokenizer_json)
+    policy = make_policy(_load_model(tokenizer, job.warm_start_path, job.cfg.seed), tokenizer)
+    client = RewardClient(job.reward_url)
+    try:
+        train(
+            policy,
+            job.train,
+            client,
+            job.cfg,
+            job.h_ini,
+            Path(job.metrics_path),
+            progress_position=job.progress_position,
+        )
+        after = evaluate(
+            policy, job.heldout, client, job.eval_samples, job.cfg.max_new_tokens, job.eval_seed
+        )
+        # The trained policy, beside the warm start it came from (load with `build_model`).
+        final = Path(job.metrics_path).with_suffix(".pt")
+        torch.save(policy.model.state_dict(), final)
+    finally:
+        client.close()
+    return {"method": job.cfg.label, "seed": job.cfg.seed, "after": after}
+
+
+def _load_model(tokenizer: Tokenizer, path: str, seed: int):
+    model = build_model(
+        tokenizer.get_vocab_size(), tokenizer.token_to_id(PAD), tokenizer.token_to_id(EOS), seed
+    )
+    model.load_state_dict(torch.load(path, weights_only=True))
+    model.eval()
+    return model
+
+
+def run_demo(config: DemoConfig) -> dict:
+    """Run everything; returns the results written to ``<out>/results.json``."""
+    started = time.perf_counter()
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
+    torch.set_num_threads(1)
+
+    with ExitStack() as stack:
+        if config.reward_url:
+            url = config.reward_url
+            server = None
+        else:
+            # Started first: it warms its verification workers while the warm start trains.
+            server = stack.enter_context(LocalRewardServer(out / "reward_server.log"))
+            url = server.url
+        client = RewardClient(url)
+        stack.callback(client.close)
+
+        split = make_split(config.n_train, config.eval_prompts)
+        tokenizer = build_tokenizer(corpus(split.train))
+        check_round_trip(tokenizer, corpus(split.heldout))
+        (out / "tokenizer.json").write_text(tokenizer.to_str())
+        log.info(
+            "task: %d training prompts, %d held-out prompts; vocabulary %d tokens",
+            len(split.train), len(split.heldout), tokenizer.get_vocab_size(),
+        )  # fmt: skip
+
+        if server is not None:
+            server.wait()
+        requests_before = request_count(url)
+
+        labels = [_label(config, m) for m in ("gtpo", "grpo")]
+        results: dict = {
+            "config": _jsonable(asdict(config)),
+            "reward_url": "local" if server is not None else url,
+            "methods": labels,
+            "h_ini": {},
+            "runs": [],
+        }
+        level = logging.getLogger().getEffectiveLevel()
+        pool = stack.enter_context(
+            ProcessPoolExecutor(
+                max_workers=2,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(level,),
+            )
+        )
+        for seed in config.seeds:
+            results["runs"].extend(_run_seed(config, seed, split, tokenizer, client, url, pool))
+            results["h_ini"][str(seed)] = results["runs"][-1]["h_ini"]
+        results["reward_requests"] = request_count(url) - requests_before
+        results["wall_seconds"] = time.perf_counter() - started
+
+    write_metrics_tables(out, results)
+    write_report(out, results)
+    (out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
+    log.info("report written to %s (%.0f s)", out / "summary.md", results["wall_seconds"])
+    return results
+
+
+def _run_seed(
+    config: DemoConfig, seed: int, split, tokenizer: Tokenizer, client: RewardClient, url: str,
+    pool: ProcessPoolExecutor,
+) -> list[dict]:  # fmt: skip
+    out = config.out
+    policy = make_policy(
+        build_model(
+            tokenizer.get_vocab_size(), tokenizer.token_to_id(PAD), tokenizer.token_to_id(EOS), seed
+        ),
+        tokenizer,
+    )
+    losses = warm_start(
+        policy.model, policy.encode, split.train, policy.eos_id, policy.pad_id,
+        steps=config.sft_steps, seed=seed, desc=f"warm start seed {seed}",
+    )  # fmt: skip
+    log.info("seed %d: warm start done, loss %.3f -> %.3f", seed, losses[0], losses[-1])
+    checkpoint = out / "runs" / f"warm_start-seed{seed}.pt"
+    torch.save(policy.model.state_dict(), checkpoint)
+
+    order = training_order(split.train, seed)
+    h_ini = measure_h_ini(
+        policy, order[: config.h_ini_prompts], config.max_new_tokens,
+        torch.Generator().manual_seed(seed),
+    )  # fmt: skip
+    log.info("seed %d: H_ini = %.3f nats (ln 2 = 0.693) on the first %d training prompts",
+             seed, h_ini, config.h_ini_prompts)  # fmt: skip
+    eval_seed = 10_000 + seed  # same held-out samples' randomness before and after RL
+    before = evaluate(
+        policy, split.heldout, client, config.eval_samples, config.max_new_tokens, eval_seed
+    )
+    log.info("seed %d: before RL %s", seed, _brief(before))
+
+    jobs = []
+    for position, method in enumerate(("gtpo", "grpo")):
+        cfg = RLConfig(
+            method=method,
+            steps=config.steps,
+            prompts_per_step=config.prompts_per_step,
+            group_size=config.group_size,
+            max_new_tokens=config.max_new_tokens,
+            lr=config.lr,
+            ablation=config.ablation if method == "gtpo" else None,
+            seed=seed,
+        )
+        jobs.append(
+            RLJob(
+                cfg=cfg,
+                tokenizer_json=tokenizer.to_str(),
+                warm_start_path=str(checkpoint),
+                reward_url=url,
+                train=split.train,
+                heldout=split.heldout,
+                h_ini=h_ini,
+                metrics_path=str(out / "runs" / f"{cfg.label}-seed{seed}.jsonl"),
+                eval_samples=config.eval_samples,
+                eval_seed=eval_seed,
+                progress_position=position,
+            )
+        )
+    runs = []
+    for job, result in zip(jobs, pool.map(run_rl_job, jobs), strict=True):
+        log.info("seed %d: %s after RL %s", seed, job.cfg.label, _brief(result["after"]))
+        runs.append({**result, "before": before, "h_ini": h_ini, "sft_loss": losses[-1]})
+    return runs
+
+
+def _label(config: DemoConfig, method: str) -> str:
+    return RLConfig(method=method, ablation=config.ablation if method == "gtpo" else None).label
+
+
+def _brief(metrics: dict[str, float]) -> str:
+    keys = ("greedy_accuracy", "sampled_accuracy", "format_rate", "pass@8", "maj@8")
+    return ", ".join(f"{k} {metrics[k]:.3f}" for k in keys)
+
+
+def _jsonable(value):
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def preset(name: str, **overrides) -> DemoConfig:
+    """The default or quick configuration with the given fields replaced (None: keep)."""
+    config = replace(DemoConfig(), **PRESETS[name], quick=name == "quick")
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,186 @@
+"""`gtpo demo --quick` end to end, as a user runs it: the report folder, rewards through HTTP,
+and identical results for a fixed seed (one run against a server started here, one where the
+demo starts its own)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from gtpo.cli import main as gtpo_main
+from gtpo.demo.run import preset
+
+QUICK = preset("quick")
+METHODS = ("gtpo", "grpo")
+
+
+def _gtpo_command() -> list[str]:
+    script = Path(sys.executable).with_name("gtpo")
+    if script.exists():
+        return [str(script)]  # the console script from [project.scripts]
+    found = shutil.which("gtpo")
+    return [found] if found else [sys.executable, "-m", "gtpo.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _counter(url: str, name: str, route: str | None = None) -> float:
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=5).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"^{name}(\{{[^}}]*\}})?\s+(\S+)$", line)
+        if match and (route is None or f'route="{route}"' in (match[1] or "")):
+            total += float(match[2])
+    return total
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port),
+             "--verify-workers", "1", "--log-level", "warning"],
+            stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/readyz", timeout=2).status == 200:
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"reward server did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _run(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [*_gtpo_command(), "demo", "--quick", "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def quick_run(server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    requests = _counter(server, "gtpo_rs_requests_total", "/get_reward")
+    items = _counter(server, "gtpo_rs_items_total")
+    started = time.monotonic()
+    _run(out, "--reward-url", server)
+    elapsed = time.monotonic() - started
+    moved = {
+        "requests": _counter(server, "gtpo_rs_requests_total", "/get_reward") - requests,
+        "items": _counter(server, "gtpo_rs_items_total") - items,
+    }
+    return out, moved, elapsed
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_quick_demo_writes_the_report(quick_run):
+    out, _, elapsed = quick_run
+    for name in ("rewards", "entropy", "conflict", "filtered", "eval"):
+        width, height = _png_size(out / f"{name}.png")
+        assert width >= 600 and height >= 400, name
+        assert (out / f"{name}.png").stat().st_size > 15_000, f"{name}.png looks empty"
+
+    summary = (out / "summary.md").read_text()
+    assert "| warm start (before RL) | GTPO after RL | GRPO after RL |" in summary
+    for row in ("greedy accuracy", "sampled accuracy", "format rate", "pass@8", "maj@8"):
+        line = next(ln for ln in summary.splitlines() if ln.startswith(f"| {row}"))
+        numbers = re.findall(r"\| (\d\.\d{3}) ", line + " ")
+        assert len(numbers) == 3, line  # warm start, GTPO, GRPO
+
+    results = json.loads((out / "results.json").read_text())
+    assert sorted(r["method"] for r in results["runs"]) == sorted(METHODS)
+    for run in results["runs"]:
+        for when in ("before", "after"):
+            for k in range(1, 9):
+                assert 0.0 <= run[when][f"pass@{k}"] <= 1.0
+                assert 0.0 <= run[when][f"maj@{k}"] <= 1.0
+            # pass@k never decreases with k.
+            passes = [run[when][f"pass@{k}"] for k in range(1, 9)]
+            assert passes == sorted(passes)
+
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = QUICK.steps
+    assert [(r["method"], r["step"]) for r in rows] == [
+        (m, s) for m in sorted(METHODS) for s in range(steps)
+    ]
+    for row in rows:
+        assert row["reward"] == pytest.approx(row["format_reward"] + row["accuracy_reward"])
+        assert 0.0 <= row["conflict_frac_pos"] <= 1.0 and row["entropy_mean"] > 0
+    csv_lines = (out / "metrics.csv").read_text().splitlines()
+    assert len(csv_lines) == 1 + 2 * steps and "conflict_frac_neg" in csv_lines[0]
+    assert elapsed < 120, f"--quick took {elapsed:.0f} s (target: under a minute)"
+
+
+def test_every_reward_came_through_http(quick_run):
+    out, moved, _ = quick_run
+    steps, per_step, group = QUICK.steps, QUICK.prompts_per_step, QUICK.group_size
+    n_eval, k = QUICK.eval_prompts, QUICK.eval_samples
+    # Training: one request per prompt group. Evaluation (before RL, then after each
+    # method): greedy in requests of 16 prompts, sampled in requests of one prompt's k samples.
+    eval_requests = -(-n_eval // 16) + n_eval
+    assert moved["requests"] == 2 * steps * per_step + 3 * eval_requests
+    assert moved["items"] == 2 * steps * per_step * group + 3 * n_eval * (1 + k)
+    results = json.loads((out / "results.json").read_text())
+    assert results["reward_requests"] == moved["requests"]
+
+
+def test_same_seed_same_results(quick_run, tmp_path):
+    first, _, _ = quick_run
+    # This time the demo starts its own reward server.
+    _run(tmp_path)
+
+    def rows(out: Path) -> list[dict]:
+        lines = (out / "metrics.jsonl").read_text().splitlines()
+        return [
+            {k: v for k, v in json.loads(line).items() if k != "step_seconds"} for line in lines
+        ]
+
+    assert rows(first) == rows(tmp_path)
+    a, b = (json.loads((out / "results.json").read_text()) for out in (first, tmp_path))
+    assert a["runs"] == b["runs"]
+    assert a["h_ini"] == b["h_ini"]
+    assert b["reward_url"] == "local" and a["reward_url"].startswith("http://127.0.0.1:")
+
+
+def test_cli_refuses_a_remote_reward_url_and_bad_numbers(capsys):
+    with pytest.raises(SystemExit, match="only sends rewards traffic to a server on this machine"):
+        gtpo_main(["demo", "--quick", "--reward-url", "http://example.com:8000"])
+    with pytest.raises(SystemExit, match="--steps must be >= 1"):
+        gtpo_main(["demo", "--steps", "0"])
+    with pytest.raises(SystemExit):
+        gtpo_main(["demo", "--ablation", "no-kl"])
+    assert "invalid choice" in capsys.readouterr().err
