@@ -227,6 +227,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         422: {"model": ErrorResponse},
     }
 
+    async def score_counted(body: RewardRequest) -> list[Any]:
+        """Both scoring routes: limits checked, items scored in order, verdicts counted."""
+        check_batch(body)
+        items = await scorer.score_batch(body.query, body.prompts, body.labels)
+        _count(metrics, items)
+        return items
+
     @app.post(
         "/get_reward",
         response_model=RewardResponse,
@@ -236,9 +243,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     async def get_reward(body: Annotated[RewardRequest, Depends(read_request)]) -> RewardResponse:
         """OpenRLHF's remote reward protocol: total reward = format (0..10) + accuracy (0/10)."""
-        check_batch(body)
-        items = await scorer.score_batch(body.query, body.prompts, body.labels)
-        _count(metrics, items)
+        items = await score_counted(body)
         rewards = [it.reward for it in items]
         return RewardResponse(
             rewards=rewards,
@@ -258,10 +263,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     async def score(body: Annotated[RewardRequest, Depends(read_request)]) -> ScoreResponse:
         """Same scoring as /get_reward with the full verdict of every item."""
-        check_batch(body)
-        items = await scorer.score_batch(body.query, body.prompts, body.labels)
-        _count(metrics, items)
-        return ScoreResponse(results=items)
+        return ScoreResponse(results=await score_counted(body))
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
