@@ -80,6 +80,32 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
 
+class EchoRequestId:
+    """Return the client's ``X-Request-ID`` header on its response, so that a client, a proxy
+    or a log can match every answer to its request (ids over 200 bytes are not echoed)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = None
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", []):
+                if name == b"x-request-id" and len(value) <= 200:
+                    request_id = value
+        if request_id is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (b"x-request-id", request_id)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
 class RequestMetrics:
     """Count requests and time them per route (pure ASGI: no extra task per request)."""
 
@@ -137,6 +163,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         hang_answer=settings.debug_hang_answer,
         on_restart=metrics.on_restart,
         on_timing=metrics.on_timing,
+        on_size=metrics.on_size,
+        on_rerun=metrics.on_rerun,
     )
     verifier = Verifier(
         pool,
@@ -283,7 +311,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Response(body, media_type=content_type)
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: 413s are counted too
+    app.add_middleware(RequestMetrics, metrics=metrics)  # 413s are counted too
+    app.add_middleware(EchoRequestId)  # outermost: every answer carries its id, 413s and 500s too
     return app
 
 

@@ -71,6 +71,17 @@ class Metrics:
             buckets=check_buckets,
             registry=r,
         )
+        self.reruns = Counter(
+            "gtpo_rs_verify_reruns",
+            "Symbolic checks run again because their worker died under them",
+            registry=r,
+        )
+        self.workers_alive = Gauge(
+            "gtpo_rs_verify_workers",
+            "Live verification worker processes (all server processes together)",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
         self.workers_ready = Gauge(
             "gtpo_rs_workers_ready",
             "1 when the verification pool is warmed up (every live server process)",
@@ -84,6 +95,12 @@ class Metrics:
     def on_timing(self, queued: float, busy: float) -> None:
         self.verify_queued.observe(queued)
         self.verify_busy.observe(busy)
+
+    def on_size(self, live: int) -> None:
+        self.workers_alive.set(live)
+
+    def on_rerun(self) -> None:
+        self.reruns.inc()
 
     def on_restart(self, reason: str) -> None:
         self.restarts.labels(reason).inc()

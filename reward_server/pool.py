@@ -3,9 +3,12 @@
 ``concurrent.futures.ProcessPoolExecutor`` cannot stop one stuck task: sympy can spend minutes
 (or all memory) on ``10^{10^{10^{10}}}``. Here each worker process has its own pipe; the event
 loop waits on the pipe with a deadline, and a worker that misses it is SIGKILLed and replaced
-while the other workers keep serving. Workers are started with the ``forkserver`` context on
-Linux (never plain ``fork``: the server is multi-threaded); the forkserver imports and warms the
-verifier once (``forkserver_init.py``), so a replacement is ready in milliseconds.
+while the other workers keep serving. A check whose worker dies under it (killed by an operator
+or the OOM killer, or exited after a MemoryError on an earlier answer) is run again on the
+replacement, so a lost process never becomes a wrong reward. Workers are started with the
+``forkserver`` context on Linux (never plain ``fork``: the server is multi-threaded); the
+forkserver imports and warms the verifier once (``forkserver_init.py``), so a replacement is
+ready in milliseconds.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ log = logging.getLogger(__name__)
 Target = Callable[[str, str], tuple[bool, str]]
 
 _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a loaded machine
+# Runs of one check after its worker died under it. Killing a worker is rarely the answer's
+# fault, so the check is repeated; a bound keeps an answer that does crash workers from killing
+# them forever (it then scores 0 as ``worker_error``).
+_RUNS_WHEN_LOST = 3
+PROCESS_NAME = "gtpo-rs-verify"  # what ps/top show for a verification worker (Linux)
 
 
 @dataclass(frozen=True)
@@ -48,9 +56,18 @@ def die_with_parent() -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _name_process(name: str) -> None:
+    """Set the name ps/top/pkill see (``/proc/PID/comm``), so an operator can tell verification
+    workers from the server process (they otherwise show the same command line)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(15, name.encode()[:15])  # PR_SET_NAME
+
+
 def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memory_mb: int) -> None:
     """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason)."""
     die_with_parent()
+    _name_process(PROCESS_NAME)
     # Ctrl-C reaches the whole process group; shutting workers down is the parent's job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if memory_mb > 0:
@@ -127,6 +144,8 @@ class VerifierPool:
         hang_answer: str | None = None,
         on_restart: Callable[[str], None] | None = None,
         on_timing: Callable[[float, float], None] | None = None,
+        on_size: Callable[[int], None] | None = None,
+        on_rerun: Callable[[], None] | None = None,
     ) -> None:
         self._target = target
         self._size = size
@@ -137,6 +156,10 @@ class VerifierPool:
         self._on_restart = on_restart or (lambda reason: None)
         # (seconds waiting for a free worker, seconds in the worker) of every finished check
         self._on_timing = on_timing or (lambda queued, busy: None)
+        # live worker processes after every start or kill (a gauge: full size means recovered)
+        self._on_size = on_size or (lambda n: None)
+        # a check is run again because its worker died under it
+        self._on_rerun = on_rerun or (lambda: None)
         self._ctx = _context()
         self._ids = itertools.count()
         self._procs: set[mp.process.BaseProcess] = set()
@@ -162,6 +185,8 @@ class VerifierPool:
         with self._procs_lock:
             self._procs.add(proc)
             closed = self._closed
+            live = len(self._procs)
+        self._on_size(live)
         try:
             if closed or not parent.poll(_STARTUP_TIMEOUT_S):
                 raise RuntimeError("pool closed or start-up too slow")
@@ -177,6 +202,8 @@ class VerifierPool:
         proc.join(5)
         with self._procs_lock:
             self._procs.discard(proc)
+            live = len(self._procs)
+        self._on_size(live)
         if conn is not None:
             conn.close()
 
@@ -233,26 +260,47 @@ class VerifierPool:
                 answer, reference, fut, queued_at = await self._queue.get()
                 if fut.done():
                     continue
-                started = time.perf_counter()
                 try:
-                    result = await self._ask(worker, answer, reference)
-                except asyncio.CancelledError:
+                    worker = await self._check(worker, answer, reference, fut, queued_at)
+                except BaseException:
                     if not fut.done():  # the pool is closing: never leave a caller waiting
                         fut.set_result(PoolResult(False, "worker_error"))
                     raise
-                except _WorkerLost as lost:
-                    result = PoolResult(False, lost.reason)
-                    if not fut.done():
-                        fut.set_result(result)
-                    worker = await self._replace(worker, lost.reason)
-                    continue
-                if not fut.done():
-                    fut.set_result(result)
-                self._on_timing(started - queued_at, time.perf_counter() - started)
                 if self._max_tasks and worker.tasks >= self._max_tasks:
                     worker = await self._replace(worker, "recycle")
         finally:
             self._kill(worker.process, worker.conn)
+
+    async def _check(
+        self,
+        worker: _Worker,
+        answer: str,
+        reference: str,
+        fut: asyncio.Future[PoolResult],
+        queued_at: float,
+    ) -> _Worker:
+        """Answer ``fut`` with one check; returns the worker to use next (a replacement when
+        ``worker`` was lost)."""
+        started = time.perf_counter()
+        for run in range(1, _RUNS_WHEN_LOST + 1):
+            try:
+                result = await self._ask(worker, answer, reference)
+            except _WorkerLost as lost:
+                # A hung check is the answer's doing: running it again would cost another
+                # timeout. A worker that died under a check usually is not: run it again.
+                last = lost.reason == "timeout" or run == _RUNS_WHEN_LOST
+                if last and not fut.done():
+                    fut.set_result(PoolResult(False, lost.reason))  # before the restart
+                worker = await self._replace(worker, lost.reason)
+                if last or fut.done():
+                    return worker
+                self._on_rerun()
+                continue
+            if not fut.done():
+                fut.set_result(result)
+            self._on_timing(started - queued_at, time.perf_counter() - started)
+            return worker
+        return worker
 
     async def _ask(self, worker: _Worker, answer: str, reference: str) -> PoolResult:
         loop = asyncio.get_running_loop()

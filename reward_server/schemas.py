@@ -8,6 +8,7 @@ concurrently — where ``query`` is prompt + response decoded with special token
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -39,6 +40,10 @@ class RewardRequest(BaseModel):
                 raise ValueError(
                     f"labels[{i}] must be a string, a number or null, not {type(label).__name__}"
                 )
+            if isinstance(label, float) and not math.isfinite(label):
+                # NaN/Infinity are not JSON, but Python's json.dumps writes them: a dataset bug
+                # that would otherwise reward the answer "nan".
+                raise ValueError(f"labels[{i}] must be a finite number, not {label}")
         n = len(self.query)
         if len(self.labels) != n:
             raise ValueError(

@@ -17,6 +17,8 @@ from reward_server.pool import PoolResult, VerifierPool
 
 log = logging.getLogger(__name__)
 
+_TIMEOUTS_REMEMBERED = 10_000  # pairs that timed out once, waiting to see whether they repeat
+
 
 def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
     """The pool's target: ``symbolic.symbolic_equivalent``, imported on first use so that the
@@ -40,7 +42,9 @@ class Verifier:
 
     The G completions of one prompt often repeat an answer and arrive concurrently: the cache
     serves repeats that finished, and single-flight makes concurrent repeats share one check.
-    Timeouts and worker errors are not cached (a transient overload must not stick).
+    Worker errors are not cached, nor is a pair's first timeout (a stall of an overloaded machine
+    must not stick); its second timeout is: the answer itself hangs the parser (a LaTeX bomb a
+    policy has learned to repeat), and every further repeat would cost a worker and a timeout.
     """
 
     def __init__(
@@ -56,6 +60,7 @@ class Verifier:
         self._cache: OrderedDict[tuple[str, str], PoolResult] = OrderedDict()
         self._cache_size = cache_size
         self._inflight: dict[tuple[str, str], asyncio.Future[PoolResult]] = {}
+        self._timed_out_once: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._max_chars = max_chars
         self._max_nesting = max_nesting
         self._on_cache = on_cache or (lambda hit: None)
@@ -103,11 +108,24 @@ class Verifier:
         finally:
             self._inflight.pop(key, None)
         fut.set_result(result)
-        if result.reason not in ("timeout", "worker_error") and self._cache_size > 0:
+        if self._cache_size > 0 and self._cacheable(key, result):
             self._cache[key] = result
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return Verdict(result.equal, result.reason)
+
+    def _cacheable(self, key: tuple[str, str], result: PoolResult) -> bool:
+        if result.reason == "worker_error":
+            return False
+        if result.reason != "timeout":
+            return True
+        if key in self._timed_out_once:
+            del self._timed_out_once[key]
+            return True
+        self._timed_out_once[key] = None
+        if len(self._timed_out_once) > _TIMEOUTS_REMEMBERED:
+            self._timed_out_once.popitem(last=False)
+        return False
 
 
 def equivalent_inline(

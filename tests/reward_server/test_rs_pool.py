@@ -112,13 +112,20 @@ def test_cache_and_single_flight_share_one_check() -> None:
             # Numbers never reach the pool or the cache.
             assert (await verifier.check("1,000", "1000")).equal
             assert len(lookups) == 9
-            # Timeouts are not cached: a second identical hang is checked (and killed) again.
+            # A first timeout is not cached (it may be a stall): the same hang is checked (and
+            # killed) again; after its second timeout it is the answer's fault, and cached.
             first = await verifier.check(HANG, "1")
             second = await verifier.check(HANG, "1")
             assert first.reason == second.reason == "timeout" and not second.cached
+            t0 = time.perf_counter()
+            third = await verifier.check(HANG, "1")
+            assert third.reason == "timeout" and third.cached and not third.equal
+            assert time.perf_counter() - t0 < 0.1
+            # Another hang is still checked on its own.
+            assert not (await verifier.check(HANG, "2")).cached
         finally:
             await pool.close()
-        assert restarts == ["timeout", "timeout"]
+        assert restarts == ["timeout", "timeout", "timeout"]
 
     asyncio.run(main())
 
@@ -159,23 +166,70 @@ def test_workers_are_recycled_after_max_tasks() -> None:
     assert restarts == ["recycle", "recycle"]
 
 
-def test_a_worker_killed_from_outside_is_replaced_and_never_scores_true() -> None:
+def _new_worker(pool: VerifierPool, old: set[int]) -> int:
+    """Wait for a worker that is not in ``old`` (a replacement) and return its pid."""
+    for _ in range(200):
+        fresh = {p.pid for p in pool._procs} - old
+        if fresh:
+            return fresh.pop()
+        time.sleep(0.01)
+    raise AssertionError("no replacement worker started")
+
+
+def test_a_worker_killed_from_outside_is_replaced_and_its_check_run_again() -> None:
     restarts: list[str] = []
+    reruns: list[None] = []
+    sizes: list[int] = []
 
     async def main() -> None:
-        pool = _pool(size=2, restarts=restarts)
+        pool = _pool(
+            size=2, restarts=restarts, on_rerun=lambda: reruns.append(None), on_size=sizes.append
+        )
         await pool.start()
         try:
             victim = next(iter(pool._procs))
             os.kill(victim.pid, 9)  # e.g. the kernel's OOM killer
             await asyncio.sleep(0.1)
             results = [await pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 8)]
-            lost = [r for r in results if r.reason == "worker_error"]
-            assert len(lost) == 1 and not lost[0].equal
-            assert all(r.equal for r in results if r.reason != "worker_error")
+            # The check that met the dead worker ran again on its replacement: no verdict lost.
+            assert all(r.equal and r.reason == "equivalent" for r in results), results
             assert victim.pid not in {p.pid for p in pool._procs}
+            assert len(pool._procs) == 2
         finally:
             await pool.close()
-        assert restarts == ["worker_error"]
+        assert restarts == ["worker_error"] and len(reruns) == 1
+        # The live-worker count: 1, 2 at start; 1 then 2 again after the kill; 0 after close.
+        assert sizes[:4] == [1, 2, 1, 2] and sizes[-1] == 0, sizes
+
+    asyncio.run(main())
+
+
+def test_a_busy_worker_killed_runs_the_check_again_up_to_a_bound() -> None:
+    """A worker killed in the middle of a check: the check runs again on the replacement. An
+    answer whose every run loses its worker ends, after three runs, as ``worker_error`` (0)."""
+    restarts: list[str] = []
+    reruns: list[None] = []
+
+    async def main() -> None:
+        pool = _pool(size=1, timeout_s=30.0, restarts=restarts, on_rerun=lambda: reruns.append(0))
+        await pool.start()
+        try:
+            seen = {p.pid for p in pool._procs}
+            pid = next(iter(seen))
+            hung = asyncio.create_task(pool.run(HANG, "1"))
+            for kill in range(3):  # kill whichever worker holds the check, three times
+                await asyncio.sleep(0.3)
+                os.kill(pid, 9)
+                if kill < 2:
+                    pid = await asyncio.to_thread(_new_worker, pool, seen)
+                    seen.add(pid)
+            result = await asyncio.wait_for(hung, 10)
+            assert (result.equal, result.reason) == (False, "worker_error")
+            # The pool is whole again and serves.
+            assert (await pool.run("\\frac{2}{4}", "0.5")).equal
+            assert len(pool._procs) == 1
+        finally:
+            await pool.close()
+        assert restarts == ["worker_error"] * 3 and len(reruns) == 2
 
     asyncio.run(main())
