@@ -113,6 +113,10 @@ class _Worker:
     tasks: int = 0
 
 
+# (answer, reference, the caller's future, when it was queued)
+_Job = tuple[str, str, "asyncio.Future[PoolResult]", float]
+
+
 class _WorkerLost(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -165,7 +169,7 @@ class VerifierPool:
         self._procs: set[mp.process.BaseProcess] = set()
         self._procs_lock = threading.Lock()
         self._closed = False
-        self._queue: asyncio.Queue[tuple[str, str, asyncio.Future[PoolResult], float]] | None = None
+        self._queue: asyncio.Queue[_Job] | None = None
         self._slots: list[asyncio.Task[None]] = []
         self.ready = False
 
@@ -257,7 +261,11 @@ class VerifierPool:
         assert self._queue is not None
         try:
             while True:
-                answer, reference, fut, queued_at = await self._queue.get()
+                job = await self._next_job(worker)
+                if job is None:  # the worker died while idle: replace it before it is needed
+                    worker = await self._replace(worker, "worker_error")
+                    continue
+                answer, reference, fut, queued_at = job
                 if fut.done():
                     continue
                 try:
@@ -270,6 +278,24 @@ class VerifierPool:
                     worker = await self._replace(worker, "recycle")
         finally:
             self._kill(worker.process, worker.conn)
+
+    async def _next_job(self, worker: _Worker) -> _Job | None:
+        """The next queued check, or None as soon as ``worker`` dies while waiting for one
+        (watched through its process sentinel, so a worker killed while idle is replaced at
+        once and the pool is back to full size before the next burst of work)."""
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
+        died: asyncio.Future[None] = loop.create_future()
+        sentinel = worker.process.sentinel
+        loop.add_reader(sentinel, lambda: died.done() or died.set_result(None))
+        get = asyncio.ensure_future(self._queue.get())
+        try:
+            await asyncio.wait({get, died}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            loop.remove_reader(sentinel)
+            if not get.done():
+                get.cancel()  # a cancelled get takes nothing from the queue
+        return get.result() if get.done() and not get.cancelled() else None
 
     async def _check(
         self,
