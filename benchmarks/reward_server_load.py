@@ -106,16 +106,23 @@ def _term_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def start_server(env_extra: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+def start_server(
+    env_extra: dict[str, str], port: int | None = None, log: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``python -m reward_server`` on 127.0.0.1 (a free port unless given) and wait for
+    ``/readyz``; its output goes to ``log`` (appended) or nowhere."""
+    port = port or _free_port()
     env = {**os.environ, "GTPO_RS_LOG_LEVEL": "warning", **env_extra}
+    out = log.open("ab") if log is not None else subprocess.DEVNULL
     proc = subprocess.Popen(
         [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port)],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
         preexec_fn=_term_with_parent if sys.platform.startswith("linux") else None,
     )
+    if log is not None:
+        out.close()  # the child holds its own copy
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -126,7 +133,7 @@ def start_server(env_extra: dict[str, str]) -> tuple[subprocess.Popen[bytes], st
                 if r.status == 200:
                     return proc, url
         except OSError:
-            time.sleep(0.1)
+            time.sleep(0.05)
     proc.kill()
     raise RuntimeError("reward server not ready after 120 s")
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -298,14 +298,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """The process is alive and serving HTTP."""
         return {"status": "ok"}
 
-    @app.get("/readyz")
+    @app.get("/readyz", responses={503: {"description": "Workers still starting"}})
     async def readyz() -> JSONResponse:
         """Ready when the verification workers are warmed up."""
         if pool.ready:
             return JSONResponse({"status": "ready", "workers": settings.verify_workers})
         return JSONResponse({"status": "starting"}, status_code=503)
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=PlainTextResponse)
     async def prometheus() -> Response:
         body, content_type = exposition(metrics)
         return Response(body, media_type=content_type)

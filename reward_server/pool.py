@@ -33,10 +33,10 @@ log = logging.getLogger(__name__)
 Target = Callable[[str, str], tuple[bool, str]]
 
 _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a loaded machine
-# Runs of one check after its worker died under it. Killing a worker is rarely the answer's
-# fault, so the check is repeated; a bound keeps an answer that does crash workers from killing
-# them forever (it then scores 0 as ``worker_error``).
-_RUNS_WHEN_LOST = 3
+# Most runs of one check whose workers keep dying under it (it also stops once its runs have
+# taken the timeout in all): an answer that does crash workers costs a few restarts, then
+# scores 0 as ``worker_error``.
+_MAX_RUNS_WHEN_LOST = 10
 PROCESS_NAME = "gtpo-rs-verify"  # what ps/top show for a verification worker (Linux)
 
 
@@ -308,13 +308,20 @@ class VerifierPool:
         """Answer ``fut`` with one check; returns the worker to use next (a replacement when
         ``worker`` was lost)."""
         started = time.perf_counter()
-        for run in range(1, _RUNS_WHEN_LOST + 1):
+        for run in range(1, _MAX_RUNS_WHEN_LOST + 1):
             try:
                 result = await self._ask(worker, answer, reference)
             except _WorkerLost as lost:
                 # A hung check is the answer's doing: running it again would cost another
-                # timeout. A worker that died under a check usually is not: run it again.
-                last = lost.reason == "timeout" or run == _RUNS_WHEN_LOST
+                # timeout. A worker that died under a check usually is not (an operator, the OOM
+                # killer): run it again, while its runs have taken less than one timeout in all,
+                # so that an answer which does kill workers gets no more time than a hung one.
+                spent = time.perf_counter() - started
+                last = (
+                    lost.reason == "timeout"
+                    or run == _MAX_RUNS_WHEN_LOST
+                    or spent >= self._timeout_s
+                )
                 if last and not fut.done():
                     fut.set_result(PoolResult(False, lost.reason))  # before the restart
                 worker = await self._replace(worker, lost.reason)

@@ -27,8 +27,12 @@ class RewardRequest(BaseModel):
     prompts: list[str] | None = Field(
         None, description="The prompt of each query; located in the query to cut it off."
     )
+    # Validated by _check below (one message per bad label, booleans refused), documented here
+    # as what it accepts, so that the OpenAPI schema promises no more than the server takes.
     labels: list[Any] = Field(
-        ..., description="Reference: GSM8K/MATH solution, bare answer, number or null."
+        ...,
+        description="Reference: GSM8K/MATH solution, bare answer, finite number or null.",
+        json_schema_extra={"items": {"type": ["string", "number", "null"]}},
     )
 
     @model_validator(mode="after")

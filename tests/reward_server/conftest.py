@@ -2,20 +2,59 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import httpx
 import pytest
 
 HANG = "\\hang"  # the test-only answer that makes a verification worker sleep forever
+
+# The reliability harness (item mix, load driver, fault injection, hostile cases) lives in
+# benchmarks/ so that the benchmark prints the figures the slow tests assert on.
+HARNESS_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "reward_server_reliability.py"
+# A file that the code-like hostile answers would create if anything ever evaluated them.
+CODE_MARKER = Path(tempfile.gettempdir()) / f"gtpo-rs-code-ran-{os.getpid()}"
+
+
+def _load_harness() -> ModuleType:
+    name = "reward_server_reliability"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HARNESS_PATH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up by name
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``hostile_case``: every hand-written hostile request of the harness, one test each."""
+    if "hostile_case" in metafunc.fixturenames:
+        cases = _load_harness().hostile_cases(str(CODE_MARKER))
+        metafunc.parametrize("hostile_case", cases, ids=[c.name for c in cases])
+
+
+@pytest.fixture(scope="session")
+def harness() -> ModuleType:
+    return _load_harness()
+
+
+@pytest.fixture
+def code_marker() -> Iterator[Path]:
+    CODE_MARKER.unlink(missing_ok=True)
+    yield CODE_MARKER
+    CODE_MARKER.unlink(missing_ok=True)
 
 
 def _term_with_parent() -> None:

@@ -115,32 +115,6 @@ def test_empty_batch(server) -> None:
     }
 
 
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (b'{"query": ["a"], "labels": [', "not valid JSON"),
-        (b"[1, 2]", "object"),
-        (b'{"query": "a", "labels": ["1"]}', "query"),
-        (b'{"query": ["a", "b"], "labels": ["1"]}', "'query' has 2 items but 'labels' has 1"),
-        (b'{"query": ["a"], "prompts": [], "labels": ["1"]}', "'prompts' has 0"),
-        (b'{"query": [1], "labels": ["1"]}', "query[0]"),
-        (b'{"query": ["a"], "labels": [{"x": 1}]}', "labels[0] must be a string, a number or null"),
-        (b'{"query": ["a"]}', "labels: Field required"),
-        (b"", "not valid JSON"),
-        (b"\xff\xfe", "not valid JSON"),
-    ],
-)
-def test_malformed_requests_get_clear_4xx(server, content: bytes, message: str) -> None:
-    for path in ("/get_reward", "/v1/score"):
-        r = httpx.post(
-            server.url + path, content=content, headers={"content-type": "application/json"}
-        )
-        assert r.status_code == 422, r.text
-        detail = r.json()["detail"]
-        assert isinstance(detail, str) and message in detail, detail
-        assert "Traceback" not in r.text
-
-
 def test_form_encoded_json_is_accepted(server) -> None:
     # curl -d sends JSON as application/x-www-form-urlencoded; accept the JSON anyway.
     r = httpx.post(
@@ -149,21 +123,6 @@ def test_form_encoded_json_is_accepted(server) -> None:
         headers={"content-type": "application/x-www-form-urlencoded"},
     )
     assert r.json()["rewards"] == [20.0]
-
-
-def test_code_in_answers_is_never_executed(server, tmp_path: Path) -> None:
-    marker = tmp_path / "pwned"
-    payloads = [
-        f"__import__('os').system('touch {marker}')",
-        f"\\boxed{{__import__('os').system('touch {marker}')}}",
-        f"(lambda: __import__('os').system('touch {marker}'))()",
-    ]
-    body = {"query": [R + f"<answer>{p}</answer>" for p in payloads], "labels": ["0"] * 3}
-    r = post(server, "/v1/score", body)
-    assert r.status_code == 200
-    assert [x["accuracy_score"] for x in r.json()["results"]] == [0.0] * 3
-    time.sleep(0.2)
-    assert not marker.exists()
 
 
 def _metric(text: str, name: str, labels: str = "") -> float:
