@@ -9,15 +9,14 @@ vLLM (the OpenRLHF restart run needs a GPU for it: a scripted engine returns the
    answers over both scoring routes. From 1/3 to 1/2 of the run, verification workers are
    SIGKILLed by PID every ``--kill-every`` seconds, then the forkserver that starts them is
    killed; from 1/2 to 2/3, answers that hang a worker forever (the server's test hook) are
-   sent. Every reply is checked
-   against the oracle and the generator's known reward, its ``X-Request-ID`` and (``/v1/score``)
-   the echoed response against the request; the memory (PSS) of the server and its workers is
-   sampled throughout.
+   sent. Every reply is checked against the oracle and the generator's known reward, its
+   ``X-Request-ID`` and (``/v1/score``) the echoed response against the request; the memory
+   (PSS) of the server and its workers is sampled throughout.
 3. **Restart**: OpenRLHF 0.11's own ``SingleTurnAgentExecutor.execute`` scores completions while
    the server is stopped (SIGTERM) and restarted, then killed (SIGKILL) and restarted, on the
    same port: its 5 retries, 1 s apart, must carry every sample to the right reward.
-4. **Hostile input**: hand-written cases (`HOSTILE`), schemathesis against the OpenAPI spec, and
-   requests without or with a wrong token against a server that requires one.
+4. **Hostile input**: hand-written cases (`hostile_cases`), schemathesis against the OpenAPI
+   spec, and requests without or with a wrong token against a server that requires one.
 
     python benchmarks/reward_server_reliability.py              # 24,000 completions, 64 clients
     python benchmarks/reward_server_reliability.py --n 5000 --skip-fuzz
@@ -294,9 +293,9 @@ class LoadReport:
     restarts: dict[str, float] = field(default_factory=dict)  # /metrics, by reason
     reruns: float = 0.0  # checks run again after their worker died under them
     workers_expected: int = 0
-    workers_after: int = 0  # live workers (by /proc) once the faults stopped
-    workers_gauge_after: float = 0.0  # gtpo_rs_verify_workers once the faults stopped
-    recovery_s: float = 0.0  # from the last fault to a full pool
+    workers_after: int = 0  # live workers (by /proc) at the end of the faults
+    workers_gauge_after: float = 0.0  # gtpo_rs_verify_workers at the end of the faults
+    recovery_s: float = 0.0  # from the last kill (the forkserver's) to a full pool
     latency_ms: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # p50, p99, n
     memory: list[tuple[float, int, int, int]] = field(default_factory=list)  # t, done, srv, all
     examples: list[str] = field(default_factory=list)  # the first few failures, for the message
@@ -831,11 +830,19 @@ def probe(url: str, case: Hostile, timeout_s: float = 60) -> HostileResult:
     return res
 
 
+def schemathesis_cli() -> str | None:
+    """The schemathesis command of this environment (next to its Python), else on PATH."""
+    beside = Path(sys.executable).parent / "schemathesis"
+    return str(beside) if beside.exists() else shutil.which("schemathesis")
+
+
 def fuzz_openapi(url: str, max_examples: int = 300, seed: int = 1) -> tuple[int, int, str]:
     """Run schemathesis against the server's OpenAPI spec with every check but
     ``positive_data_acceptance`` (the spec cannot say "one label per query", so schema-valid
     lists of unequal length are rightly refused). Returns (cases generated, failures, output)."""
-    exe = shutil.which("schemathesis") or str(Path(sys.executable).parent / "schemathesis")
+    exe = schemathesis_cli()
+    if exe is None:
+        raise FileNotFoundError("schemathesis is not installed (pip install schemathesis)")
     cmd = [
         exe, "run", url + "/openapi.json",
         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
@@ -1053,7 +1060,7 @@ def main() -> int:
         say(f"load: {load.completions} completions in {load.seconds:.0f} s")
         hostile = [probe(url, c) for c in hostile_cases(str(marker))]
         fuzz = None
-        if not args.skip_fuzz and shutil.which("schemathesis"):
+        if not args.skip_fuzz and schemathesis_cli() is not None:
             generated, failures, _ = fuzz_openapi(url, args.fuzz_examples, args.seed + 1)
             fuzz = (generated, failures)
     finally:

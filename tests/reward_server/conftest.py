@@ -70,24 +70,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (workers, forkserver, resource tracker)."""
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for c in map(int, children):
-                if c not in found:
-                    found.add(c)
-                    todo.append(c)
-    return found
-
-
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -178,7 +160,7 @@ def rs_tools() -> object:
     """Helpers for test modules (they cannot import conftest under --import-mode=importlib)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(HANG=HANG, descendants=descendants, alive=alive)
+    return SimpleNamespace(HANG=HANG, descendants=_load_harness().descendants, alive=alive)
 
 
 @pytest.fixture
