@@ -5,7 +5,8 @@
 loop waits on the pipe with a deadline, and a worker that misses it is SIGKILLed and replaced
 while the other workers keep serving. A check whose worker dies under it (killed by an operator
 or the OOM killer, or exited after a MemoryError on an earlier answer) is run again on the
-replacement, so a lost process never becomes a wrong reward. Workers are started with the
+replacement, within one timeout's worth of time, so a lost process does not become a wrong
+reward; a worker that dies while idle is replaced at once. Workers are started with the
 ``forkserver`` context on Linux (never plain ``fork``: the server is multi-threaded); the
 forkserver imports and warms the verifier once (``forkserver_init.py``), so a replacement is
 ready in milliseconds.
