@@ -177,6 +177,12 @@ def make_items(
     return items
 
 
+def plain_items(n: int, seed: int = 0) -> list[Item]:
+    """The correct, wrong and malformed items of ``make_items(n, seed)``: the restart run's mix,
+    where a retry after a restart is the only thing that may go wrong."""
+    return [it for it in make_items(n, seed) if it.kind in ("correct", "wrong", "malformed")]
+
+
 # ---------------------------------------------------------------- processes
 
 
@@ -850,7 +856,10 @@ def fuzz_openapi(url: str, max_examples: int = 300, seed: int = 1) -> tuple[int,
         "--max-response-time", "10",
     ]  # fmt: skip
     env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": ""}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    # In a throw-away folder: schemathesis keeps a crash cache (.schemathesis/) in its working
+    # directory, which would litter the checkout and replay old cases into later runs.
+    with tempfile.TemporaryDirectory(prefix="gtpo-rs-fuzz-") as cwd:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=cwd)
     out = done.stdout + done.stderr
     generated = re.search(r"(\d+) generated", out)
     failed = re.search(r"(\d+) found", out)
@@ -907,7 +916,7 @@ def auth_probes(url: str, token: str) -> AuthReport:
 
 
 def _mb(n: float) -> str:
-    return f"{n / 2**20:+.1f} MB" if n < 0 or n > 0 else "+0.0 MB"
+    return f"{n / 2**20:+.1f} MB"
 
 
 def print_table(
@@ -1068,8 +1077,7 @@ def main() -> int:
 
     restart = None
     try:
-        restart_items = [it for it in make_items(args.restart_samples, args.seed + 2)]
-        restart_items = [it for it in restart_items if it.kind in ("correct", "wrong", "malformed")]
+        restart_items = plain_items(args.restart_samples, args.seed + 2)
         restart = openrlhf_restart(restart_items, env=env, log=log, progress=say)
     except ImportError as exc:
         say(f"OpenRLHF restart run skipped: {exc}")

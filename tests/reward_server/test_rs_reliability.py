@@ -90,11 +90,7 @@ def test_openrlhf_client_retries_carry_every_sample_through_restarts(harness, tm
     killed with SIGKILL and restarted on the same port. vLLM cannot run here (no GPU): a scripted
     engine returns completions written in advance."""
     pytest.importorskip("openrlhf.utils.agent", reason="openrlhf 0.11 is not installed")
-    items = [
-        it
-        for it in harness.make_items(3000, seed=4)
-        if it.kind in ("correct", "wrong", "malformed")
-    ]
+    items = harness.plain_items(3000, seed=4)
     report = harness.openrlhf_restart(
         items,
         env={"GTPO_RS_VERIFY_WORKERS": str(WORKERS)},
