@@ -142,15 +142,53 @@ def last_braced(text: str, command: str) -> str | None:
 
 _MATH_DELIMS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 
+# What may stand between two boxes of one list of answers: "\boxed{2}, \boxed{3}",
+# "$\boxed{2}$ and $\boxed{3}$", "\boxed{3} \text{ or } \boxed{4}".
+_BOX_GAP = re.compile(r"[\s$,;]*(?:(?:\\text\{\s*)?(?:and|or)(?:\s*\})?)?[\s$,;]*")
+# What may surround the boxes of an answer without changing it: math delimiters, punctuation
+# and an answer phrase ("The final answer is \boxed{5}.").
+_BOX_WRAPPING = re.compile(
+    r"[\s$.,;:]*(?:(?:so|thus|therefore|hence)?,?\s*(?:the\s+)?(?:final\s+)?(?:answer|result)(?:\s+is)?"
+    r"\s*[:=]?)?[\s$.,;:]*",
+    re.IGNORECASE,
+)
 
-def unwrap_math(text: str) -> str:
-    """Remove ``\\boxed{}``/``\\fbox{}`` (keeping the last one's content) and math delimiters."""
-    text = text.strip()
-    for command in ("\\boxed", "\\fbox"):
-        if command in text:
-            inner = last_braced(text, command)
-            if inner is not None:
-                text = inner.strip()
+
+def _braced_at(text: str, i: int) -> int | None:
+    """Index just past the group opened by ``text[i] == '{'``, or None if it never closes."""
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+
+def boxes(text: str) -> list[tuple[int, int, str]]:
+    """Every balanced ``\\boxed{…}``/``\\fbox{…}`` as (start, end, content), left to right.
+
+    Linear in ``text`` apart from the brace walks, which never overlap: a box's content is
+    skipped, so a box nested in a box is part of its content.
+    """
+    found: list[tuple[int, int, str]] = []
+    pos = 0
+    while True:
+        hits = [h for h in (text.find("\\boxed{", pos), text.find("\\fbox{", pos)) if h >= 0]
+        if not hits:
+            return found
+        start = min(hits)
+        brace = text.index("{", start)
+        end = _braced_at(text, brace)
+        if end is None:
+            return found
+        found.append((start, end, text[brace + 1 : end - 1]))
+        pos = end
+
+
+def _unwrap_delims(text: str) -> str:
     changed = True
     while changed:
         changed = False
@@ -160,6 +198,39 @@ def unwrap_math(text: str) -> str:
                 text = text[len(left) : len(text) - len(right)].strip()
                 changed = True
     return text
+
+
+def unwrap_math(text: str, *, prose: bool = False) -> str:
+    """Remove ``\\boxed{}``/``\\fbox{}`` and math delimiters.
+
+    Several boxes separated only by commas, "and" or "or" are one list of answers
+    (``\\boxed{2}, \\boxed{3}`` -> ``2, 3``), so a second boxed candidate is never dropped. With
+    ``prose`` (a dataset's worked solution) only the last such list counts. Otherwise (an answer
+    or a bare reference) text outside the boxes is kept, boxes replaced by their content, unless
+    it is only wrapping: "\\boxed{9} is wrong, the answer is 10" must not read as 9.
+    """
+    text = text.strip()
+    found = boxes(text)
+    if not found:
+        for command in ("\\boxed", "\\fbox"):  # the brace-less form: "\\boxed 5"
+            inner = last_braced(text, command) if command + " " in text else None
+            if inner is not None:
+                return _unwrap_delims(inner.strip())
+        return _unwrap_delims(text)
+    group = [found[-1]]
+    for box in reversed(found[:-1]):
+        if not _BOX_GAP.fullmatch(text, box[1], group[0][0]):
+            break
+        group.insert(0, box)
+    outside = text[: group[0][0]] + " " + text[group[-1][1] :]
+    if prose or (len(group) == len(found) and _BOX_WRAPPING.fullmatch(outside)):
+        # A box inside a box ("\\boxed{\\boxed{7}}") is unwrapped too; each level is shorter.
+        return ", ".join(unwrap_math(c, prose=prose) for _, _, c in group)
+    pieces, pos = [], 0
+    for start, end, content in found:
+        pieces += [text[pos:start], content]
+        pos = end
+    return _unwrap_delims("".join([*pieces, text[pos:]]).strip())
 
 
 def extract_answer(response: str) -> str | None:
@@ -191,6 +262,6 @@ def extract_reference(label: object) -> str | None:
         hits = _GSM8K.findall(text)
         text = hits[-1] if hits else ""
     elif "\\boxed" in text or "\\fbox" in text:
-        return unwrap_math(text) or None
+        return unwrap_math(text, prose=True) or None
     text = unwrap_math(text)
     return text or None

@@ -28,7 +28,7 @@ def _has_block(text: str, open_tag: str, close_tag: str) -> bool:
 @dataclass(frozen=True)
 class FormatResult:
     """Format score and why: ``ok``, ``strict_violation``, ``answer_not_last``,
-    ``missing_reasoning``, ``missing_answer``, ``no_blocks``."""
+    ``several_answer_blocks``, ``missing_reasoning``, ``missing_answer``, ``no_blocks``."""
 
     score: float
     reason: str
@@ -59,11 +59,16 @@ def _full_strict(response: str) -> bool:
 def score_format(response: str, strict: bool = False) -> FormatResult:
     """Format score of a response whose trailing end-of-turn tokens are already removed."""
     response = response.rstrip()
+    has_answer = _has_block(response, A_OPEN, A_CLOSE)
+    if has_answer and (response.count(A_OPEN) > 1 or response.count(A_CLOSE) > 1):
+        # A second answer block, wherever it hides (after an end-of-turn token, in a comment,
+        # a code fence or a "format reminder"), is a second candidate: partial format at most.
+        both = _has_block(response, R_OPEN, R_CLOSE)
+        return FormatResult(ONE_BLOCK_AND_TAGS if both else ONE_BLOCK, "several_answer_blocks")
     if _full_strict(response) if strict else _full_lenient(response):
         return FormatResult(FULL, "ok")
 
     has_reasoning = _has_block(response, R_OPEN, R_CLOSE)
-    has_answer = _has_block(response, A_OPEN, A_CLOSE)
     if has_reasoning and has_answer:
         # Both blocks exist but not in the required shape (order, trailing text, strictness):
         # one block earns credit and the other's tags are there.

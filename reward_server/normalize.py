@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from reward_server import notation
 from reward_server.extract import unwrap_math
+from reward_server.policy import NUMBER_WORDS, NUMERIC_MULTIPLIERS
 
 # 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
 _MAX_EXPONENT = 1000
@@ -46,16 +48,23 @@ def _squeeze_spaces(s: str) -> str:
         prev, nxt = s[m.start() - 1], s[m.end()]
         words = prev.isalpha() and nxt.isalpha()
         digits = prev.isdigit() and nxt.isdigit()
-        unit = prev.isdigit() and nxt.isalpha()  # "5 apples" (a unit) is not "5apples"
-        return " " if words or digits or unit else ""
+        # "5 apples" (a unit) is not "5apples"; nor is "3\\sqrt{2} meters" "3\\sqrt{2}meters"
+        unit = (prev.isdigit() or prev == "}") and nxt.isalpha()
+        # "45, 678" is a list of two numbers, "45,678" one number: the space is the difference.
+        comma = prev == ","
+        return " " if words or digits or unit or comma else ""
 
     return re.sub(r"(?<=.) (?=.)", keep, s)
 
 
+_EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")
+
+
 def canonical(text: str) -> str:
     """A canonical spelling of an answer: wrappers, spacing, size commands and spelling variants
-    removed. Used for the cache key and as input of every comparison."""
-    s = text.replace("\u2212", "-").replace("\u00d7", "\\times ").replace("\u03c0", "\\pi ")
+    removed, equivalent notations rewritten to one (``notation.py``). Used for the cache key and
+    as input of every comparison."""
+    s = notation.plain_text(text)
     s = _ANSWER_PREFIX.sub("", s)
     s = unwrap_math(s)
     s = _ANSWER_PREFIX.sub("", s)
@@ -63,14 +72,21 @@ def canonical(text: str) -> str:
     s = re.sub(r"\\(?:left|right)\s*\.", "", s)
     s = _SIZE_CMDS.sub("", s)
     s = _SPACING.sub(" ", s)
+    s = notation.environments(s)
+    s = notation.trig_degrees(s)
     s = _DEGREES.sub("", s)
     s = _EMPTY_TEXT.sub("", s)
+    s = _EMPTY_SET.sub(r"\\emptyset", s)
     s = s.replace("{,}", ",").replace("\\$", "").replace("$", "")
     s = re.sub(r"(?<!\\)%", r"\\%", s)
     s = _squeeze_spaces(s)
     while s.endswith("."):
         s = s[:-1].rstrip()  # "18." ends a sentence; no answer ends in a decimal point
-    return s
+    s = notation.joined_values(s)
+    s = notation.inequality_interval(s)
+    s = notation.plus_minus(s)
+    s = notation.backwards_equation(s)
+    return notation.assignment_groups(s)
 
 
 def complexity_violation(text: str, max_chars: int, max_nesting: int) -> str | None:
@@ -113,11 +129,6 @@ _MATH_WORDS_TEXT = (
     "arctan sinh cosh tanh det deg"
 )
 _MATH_WORDS = frozenset(_MATH_WORDS_TEXT.split())
-_NUMBER_WORDS_TEXT = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty"
-)
-_NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBER_WORDS_TEXT.split())}
 
 
 def _is_unit_suffix(rest: str) -> bool:
@@ -174,6 +185,7 @@ _FRAC = re.compile(
 )
 _MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) ?\\frac\{(?P<a>\d+)\}\{(?P<b>\d+)\}")
 _ASSIGN = re.compile(r"(?:[A-Za-z]|\\text\{[A-Za-z ]+\}) ?= ?(?P<rhs>.+)")
+_PLAIN_MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) (?P<a>\d+)/(?P<b>\d+)")  # "1 1/2"
 
 
 def parse_number(s: str) -> tuple[Fraction, bool] | None:
@@ -186,10 +198,10 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
         if s.endswith(suffix):
             s, percent = s[: -len(suffix)].rstrip(), True
             break
-    if s.lower() in _NUMBER_WORDS:
-        return Fraction(_NUMBER_WORDS[s.lower()]), percent
+    if s.lower() in NUMBER_WORDS:
+        return Fraction(NUMBER_WORDS[s.lower()]), percent
 
-    m = _MIXED.fullmatch(s)
+    m = _MIXED.fullmatch(s) or _PLAIN_MIXED.fullmatch(s)
     if m and int(m.group("a")) < int(m.group("b")):
         value = int(m.group("w")) + Fraction(int(m.group("a")), int(m.group("b")))
         return (-value if m.group("sign") == "-" else value), percent
@@ -215,18 +227,22 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
     rest = s[m.end() :]
     if rest.endswith("\\%"):
         rest, percent = rest[:-2].rstrip(), True
+    word = re.sub(r"^\\text\{\s*([A-Za-z]+)\s*\}$", r"\1", rest.strip()).lower()
+    if word in NUMERIC_MULTIPLIERS:  # "5 thousand" is 5000, not 5 with a unit
+        return value * NUMERIC_MULTIPLIERS[word], percent
     if rest and not _is_unit_suffix(rest):
         return None
     return value, percent
 
 
-def _numbers_equal(a: tuple[Fraction, bool], b: tuple[Fraction, bool]) -> bool:
-    """Exact equality; a percent p% equals p and p/100 (both conventions occur in datasets)."""
-    (va, pa), (vb, pb) = a, b
-    if pa == pb:
+def _numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool]) -> bool:
+    """Exact equality. A bare number is read in the reference's unit: against ``25\\%`` the
+    answer 25 is right and 0.25 is not (it would be 0.25%). An answer p% against a bare
+    reference equals p or p/100 (datasets drop the sign, or give the fraction)."""
+    (va, pa), (vb, pb) = answer, reference
+    if pa == pb or pb:
         return va == vb
-    p, other = (va, vb) if pa else (vb, va)
-    return other in (p, p / 100)
+    return vb in (va, va / 100)
 
 
 # ---------------------------------------------------------------- structures and words
@@ -322,6 +338,52 @@ def _compare_structures(
     return None if None in verdicts else True
 
 
+_BASE = re.compile(r"\(?(?:\\text\{)?(?P<d>[0-9A-Za-z]+)\}?\)?_\{?\(?(?P<b>\d{1,2})\)?\}?")
+_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _base_numeral(s: str) -> tuple[str, int | None] | None:
+    """(digits, base) of ``1011_2``, ``1011_{(2)}``, ``(1011)_2``, ``\\text{1011}_2``; (digits,
+    None) for bare digits; None for anything else or digits invalid in their base."""
+    m = _BASE.fullmatch(s)
+    digits, base = (m.group("d").upper(), int(m.group("b"))) if m else (s.upper(), None)
+    if not digits.isalnum() or not digits.isascii():
+        return None
+    if base is not None and not (2 <= base <= 36 and all(_DIGITS.index(c) < base for c in digits)):
+        return None
+    return (digits, base) if base is not None or digits.isdigit() else None
+
+
+def _base_equal(a: str, r: str) -> bool | None:
+    """Numerals with a base subscript compare by digits and base; bare digits are read in the
+    other side's base (``1011`` against ``1011_2``), so 11 is not ``1011_2``."""
+    na, nr = _base_numeral(a), _base_numeral(r)
+    if na is None or nr is None or (na[1] is None and nr[1] is None):
+        return None
+    digits_equal = na[0].lstrip("0") == nr[0].lstrip("0")
+    if na[1] is None or nr[1] is None:
+        base = na[1] or nr[1]
+        bare = na[0] if na[1] is None else nr[0]
+        return digits_equal and all(_DIGITS.index(c) < base for c in bare)
+    return digits_equal and na[1] == nr[1]
+
+
+_CHOICE = re.compile(r"\(?([A-Ea-e])\)?")
+
+
+def choice_letters(s: str) -> frozenset[str] | None:
+    """The multiple-choice letters of ``B, D``, ``\\text{(D), (B)}``, ``(B) and (D)`` or ``BD``
+    (A–E, any order and wrapping), else None."""
+    t = re.sub(r"\\text(?:bf|it|rm)?\{([^{}]*)\}", r"\1", s).strip()
+    if re.fullmatch(r"[A-E]{2,5}", t):
+        return frozenset(t) if len(set(t)) == len(t) else None
+    tokens = [x for x in re.split(r"\s*(?:,|\band\b|\s)\s*", t) if x]
+    letters = [m.group(1).upper() for x in tokens if (m := _CHOICE.fullmatch(x))]
+    if not tokens or len(letters) != len(tokens) or len(set(letters)) != len(letters):
+        return None
+    return frozenset(letters)
+
+
 def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
     """Decide equivalence without sympy when the answers are numbers, tuples, lists or words.
 
@@ -337,12 +399,18 @@ def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
     na, nr = parse_number(a), parse_number(r)
     if na is not None and nr is not None:
         return _numbers_equal(na, nr)
+    based = _base_equal(a, r)
+    if based is not None:
+        return based
+    ca, cr = choice_letters(a), choice_letters(r)
+    if ca is not None and cr is not None and (len(ca) > 1 or len(cr) > 1):
+        return ca == cr
 
     sa, sr = parse_structure(a), parse_structure(r)
-    # A one-item bracket is a parenthesised scalar: "(5)" or "(C)".
-    if sa is not None and sa[0] == "()" and len(sa[1]) == 1:
+    # A one-item bracket is a parenthesised scalar: "(5)" or "(C)"; a one-item set is its item.
+    if sa is not None and sa[0] in ("()", "set") and len(sa[1]) == 1:
         return fast_equivalent(sa[1][0], r, depth + 1)
-    if sr is not None and sr[0] == "()" and len(sr[1]) == 1:
+    if sr is not None and sr[0] in ("()", "set") and len(sr[1]) == 1:
         return fast_equivalent(a, sr[1][0], depth + 1)
     if sa is not None and sr is not None:
         return _compare_structures(sa, sr, depth)

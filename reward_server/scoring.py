@@ -11,6 +11,9 @@ from reward_server.settings import Settings
 from reward_server.verify import Verifier
 
 ACCURACY = 10.0  # paper: accuracy reward is 0 or 10
+# Format verdicts that forbid accuracy whatever the settings: the completion holds a second
+# answer block, or text after its block, so the block scored may not be its final answer.
+NO_ACCURACY_FORMATS = frozenset({"several_answer_blocks", "answer_not_last"})
 
 
 class Scorer:
@@ -34,6 +37,8 @@ class Scorer:
             reason = "empty_answer"
         elif reference is None:
             reason = "no_reference"
+        elif fmt.reason in NO_ACCURACY_FORMATS:
+            reason = fmt.reason
         elif self.settings.accuracy_requires_format and fmt.score < FULL:
             reason = "format_not_met"
         else:

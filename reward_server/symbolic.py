@@ -12,12 +12,13 @@ forkserver imports and warms it once (``forkserver_init.py``) and every worker i
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import re
 
 from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
 from math_verify import LatexExtractionConfig, parse, verify
-from sympy import Basic, Expr, Float, Pow, Rational, Symbol, UnevaluatedExpr
+from sympy import Basic, Expr, Float, I, Pow, Rational, Symbol, UnevaluatedExpr
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,17 @@ def _parse_latex(text: str) -> tuple[Basic, ...]:
         fallback_mode="no_fallback",
         parsing_timeout=None,  # the pool's hard timeout bounds us; signal.alarm is per-second
     )
-    return tuple(_exact(p) for p in parsed)
+    return tuple(_imaginary(_exact(p)) for p in parsed)
+
+
+def _imaginary(expr: Basic) -> Basic:
+    """The letter i is the imaginary unit (``3i(1+i)`` = ``-3+3i``): in a final answer it is
+    almost never an index, and the parser reads it as a plain symbol."""
+    try:
+        symbols = [s for s in expr.free_symbols if s.name == "i"]
+    except AttributeError:
+        return expr
+    return expr.xreplace({s: I for s in symbols}) if symbols else expr
 
 
 # Points at which expressions are compared numerically: symbols get these values by name (so
@@ -124,7 +135,23 @@ def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
 
 
 def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
-    """math-verify's verdict on two canonical LaTeX answers. Runs inside a pool worker."""
+    """math-verify's verdict on two canonical LaTeX answers. Runs inside a pool worker.
+
+    An answer written as a calculation (``20 - 8 = 12``) against a plain reference counts only
+    when every step holds and the last side is the reference: a false equation is no answer.
+    """
+    if "=" in answer and "=" not in reference and "," not in answer:
+        sides = [s.strip() for s in answer.split("=")]
+        if all(sides):
+            for left, right in itertools.pairwise(sides):
+                equal, reason = _one_symbolic(left, right)
+                if not equal:
+                    return False, "false_equation" if reason == "not_equivalent" else reason
+            return _one_symbolic(sides[-1], reference)
+    return _one_symbolic(answer, reference)
+
+
+def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
     gold = _parse_latex(reference)
     if not gold:
         return False, "unparsable_reference"

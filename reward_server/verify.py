@@ -7,12 +7,20 @@ The exact rules live in ``normalize.py`` (server process), the symbolic check in
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reward_server.normalize import canonical, complexity_violation, fast_equivalent
+from reward_server import policy
+from reward_server.normalize import (
+    canonical,
+    complexity_violation,
+    fast_equivalent,
+    parse_number,
+    text_form,
+)
 from reward_server.pool import PoolResult, VerifierPool
 
 log = logging.getLogger(__name__)
@@ -65,25 +73,22 @@ class Verifier:
         self._max_nesting = max_nesting
         self._on_cache = on_cache or (lambda hit: None)
 
-    def precheck(self, answer: str, reference: str) -> Verdict | None:
-        """The verdict when no symbolic check is needed (too big, or decided exactly)."""
+    def precheck(self, answer: str, reference: str) -> Verdict | tuple[str, str]:
+        """The verdict when no symbolic check is needed (too big, refused by the answer policy,
+        or decided exactly), else the (answer, reference) pair the pool must decide."""
         for text, who in ((answer, "answer"), (reference, "reference")):
             problem = complexity_violation(text, self._max_chars, self._max_nesting)
             if problem is not None:
                 return Verdict(False, f"{who}_{problem}")
-        decided = fast_equivalent(answer, reference)
-        if decided is None:
-            return None
-        return Verdict(decided, "equivalent" if decided else "not_equivalent")
+        return decide(canonical(answer), canonical(reference))
 
     async def check(self, answer: str, reference: str) -> Verdict:
         """Verdict for one (answer, reference) pair."""
-        verdict = self.precheck(answer, reference)
-        if verdict is not None:
-            return verdict
+        key = self.precheck(answer, reference)
+        if isinstance(key, Verdict):
+            return key
         if self._pool is None:
             return Verdict(False, "no_verifier")
-        key = (canonical(answer), canonical(reference))
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
@@ -128,6 +133,38 @@ class Verifier:
         return False
 
 
+def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
+    """The answer policy, then the exact rules, on two canonical answers: a verdict, or the
+    (value, value) pair left for the symbolic check (units and assignments removed)."""
+    if not answer or not reference:
+        return Verdict(False, "empty_answer" if not answer else "no_reference")
+    if answer == reference:
+        return Verdict(True, "equivalent")
+    if text_form(reference) is None:  # a worded reference ("no solution") is compared as words
+        problem = policy.word_problem(answer, numeric=parse_number(answer) is not None)
+        if problem is not None:
+            return Verdict(False, problem)
+    sides = policy.equation_sides(answer)
+    ref_sides = policy.equation_sides(reference)
+    if sides is not None and ref_sides is not None and len(sides) == len(ref_sides) == 1:
+        answer, reference = sides[0], ref_sides[0]  # "y = 2x+1" against "f(x) = 2x+1"
+    elif sides is not None and ref_sides is None:
+        for left, right in itertools.pairwise(sides):
+            if fast_equivalent(left, right) is False:
+                return Verdict(False, "false_equation")  # "13 = 12": not an answer
+        if len(sides) > 1 and not all(fast_equivalent(x, y) for x, y in itertools.pairwise(sides)):
+            return answer, reference  # "20 - 8 = 12": the pool checks every step
+        answer = sides[-1]
+    value, unit = policy.split_unit(answer)
+    ref_value, ref_unit = policy.split_unit(reference)
+    if unit is not None and ref_unit is not None and unit != ref_unit:
+        return Verdict(False, "unit_mismatch")
+    decided = fast_equivalent(value, ref_value)
+    if decided is None:
+        return value, ref_value
+    return Verdict(decided, "equivalent" if decided else "not_equivalent")
+
+
 def equivalent_inline(
     answer: str, reference: str, *, max_chars: int = 1000, max_nesting: int = 40
 ) -> Verdict:
@@ -135,10 +172,8 @@ def equivalent_inline(
 
     Only for trusted inputs (tests, offline tools): an adversarial answer can run for minutes.
     """
-    verdict = Verifier(None, max_chars=max_chars, max_nesting=max_nesting).precheck(
-        answer, reference
-    )
-    if verdict is not None:
-        return verdict
-    equal, reason = symbolic_equivalent(canonical(answer), canonical(reference))
+    pair = Verifier(None, max_chars=max_chars, max_nesting=max_nesting).precheck(answer, reference)
+    if isinstance(pair, Verdict):
+        return pair
+    equal, reason = symbolic_equivalent(*pair)
     return Verdict(equal, reason)

@@ -36,6 +36,13 @@ A = "<answer>\n5\n</answer>"
         ("<reasoning>step <answer>5", 0.0, "no_blocks"),
         ("</reasoning><reasoning></answer><answer>", 0.0, "no_blocks"),  # tags, no block
         ("", 0.0, "no_blocks"),
+        # A second answer block, wherever it hides, is partial format at most.
+        (R + "<answer>4</answer>\n" + A, 1.5, "several_answer_blocks"),
+        (R + A + "<|im_end|>\n<answer>4</answer>", 1.5, "several_answer_blocks"),
+        (R + A + "\n<!-- <answer>4</answer> -->", 1.5, "several_answer_blocks"),
+        (R + A + "\nReminder: answer as <answer>…</answer>", 1.5, "several_answer_blocks"),
+        ("<answer>4</answer>" + A, 1.0, "several_answer_blocks"),
+        (R + A + "</answer>", 1.5, "several_answer_blocks"),
     ],
 )
 def test_lenient_format(response: str, score: float, reason: str) -> None:
@@ -51,8 +58,8 @@ def test_lenient_format(response: str, score: float, reason: str) -> None:
         ("Sure. " + R + A, 10.0, 1.5),  # strict: reasoning must come first
         (R + "so " + A, 10.0, 1.5),  # strict: only whitespace between the blocks
         (R + R + A, 10.0, 1.5),  # strict: exactly one block of each
-        (R + "<answer>4</answer>" + A, 10.0, 1.5),
-        (A + R + A, 10.0, 1.5),
+        (R + "<answer>4</answer>" + A, 1.5, 1.5),  # a second answer block: never full
+        (A + R + A, 1.5, 1.5),
         (R, 1.0, 1.0),
     ],
 )
@@ -92,6 +99,9 @@ def test_accuracy_requires_full_format_by_default() -> None:
 def test_accuracy_without_format_gate_and_strict_setting() -> None:
     s = Settings(verify_workers=1, accuracy_requires_format=False)
     assert _score(s, A, "5") == (1.0, 10.0, "equivalent")
+    # Even without the gate, a second block or text after the block earns no accuracy.
+    assert _score(s, R + "<answer>4</answer>" + A, "5") == (1.5, 0.0, "several_answer_blocks")
+    assert _score(s, R + A + " Hope this helps!", "5") == (1.5, 0.0, "answer_not_last")
     strict = Settings(verify_workers=1, strict_format=True)
     assert _score(strict, "Sure. " + R + A, "5") == (1.5, 0.0, "format_not_met")
     assert _score(strict, R + A, 5) == (10.0, 10.0, "equivalent")

@@ -1,0 +1,201 @@
+"""Rewrites of equivalent notations into one spelling, applied to answers and references alike.
+
+Each rewrite is a plain string or regex transformation bounded by the input length (they run in
+the server's event loop): Unicode math and invisible characters, markdown emphasis, vectors and
+systems written as ``pmatrix``/``cases``, ``\\pm``, inequalities as intervals, degrees inside
+trigonometric functions, equations written backwards, and "or"/"and" between values.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNICODE = {
+    "\u2212": "-",  # minus sign
+    "\u2013": "-",  # en dash (a common stand-in for minus)
+    "\u00d7": "\\times ",
+    "\u22c5": "\\cdot ",
+    "\u00b7": "\\cdot ",
+    "\u00f7": "\\div ",
+    "\u221e": "\\infty ",
+    "\u03c0": "\\pi ",
+    "\u2264": "\\le ",
+    "\u2265": "\\ge ",
+    "\u2260": "\\ne ",
+    "\u00bd": "\\frac{1}{2}",
+    "\u2153": "\\frac{1}{3}",
+    "\u2154": "\\frac{2}{3}",
+    "\u00bc": "\\frac{1}{4}",
+    "\u00be": "\\frac{3}{4}",
+    "\u2205": "\\emptyset ",
+    "\u222a": "\\cup ",
+    "\u2229": "\\cap ",
+    "\u2208": "\\in ",
+}
+# Zero-width and other invisible characters; NBSP and its relatives are spaces.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+_SPACES = dict.fromkeys(map(ord, "\u00a0\u2007\u202f\u2009\u200a\u3000"), " ")
+# "√2", "2√3", "√(x+1)": the radicand is a number, a letter or a bracketed group.
+_SQRT = re.compile(r"\u221a\s*(\d+(?:\.\d+)?|[A-Za-z]|\([^()]*\)|\{[^{}]*\})")
+_MARKDOWN = re.compile(r"^(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1$")
+
+
+def plain_text(s: str) -> str:
+    """Unicode math as LaTeX, invisible characters dropped, markdown emphasis removed."""
+    s = s.translate(_INVISIBLE).translate(_SPACES)
+    s = _SQRT.sub(lambda m: "\\sqrt{" + m.group(1).strip("(){}") + "}", s)
+    for char, latex in _UNICODE.items():
+        if char in s:
+            s = s.replace(char, latex)
+    s = s.strip()
+    while (m := _MARKDOWN.match(s)) is not None:
+        s = m.group(2).strip()
+    return s
+
+
+# ------------------------------------------------------------------ vectors and systems
+
+_ENV = re.compile(
+    r"\\begin\{(?P<env>[pbBvV]?matrix|cases|array)\}(?:\{[lcr|]*\})?(?P<body>.*?)\\end\{(?P=env)\}",
+    re.DOTALL,
+)
+
+
+def _environment(m: re.Match[str]) -> str:
+    """A one-row or one-column matrix is a tuple; ``cases`` rows are a list (a solved system:
+    ``x=1 \\\\ y=2`` -> ``x=1, y=2``); other matrices are left to math-verify."""
+    rows = [r.strip() for r in re.split(r"\\\\", m.group("body")) if r.strip()]
+    if m.group("env") == "cases":
+        return ", ".join(r.replace("&", "").strip() for r in rows)
+    cells = [[c.strip() for c in r.split("&")] for r in rows]
+    if len(cells) == 1:
+        return "(" + ", ".join(cells[0]) + ")"
+    if all(len(r) == 1 for r in cells):
+        return "(" + ", ".join(r[0] for r in cells) + ")"
+    return m.group(0)
+
+
+def environments(s: str) -> str:
+    return _ENV.sub(_environment, s) if "\\begin" in s else s
+
+
+# ------------------------------------------------------------------ plus-minus
+
+_PM = re.compile(r"^(?P<a>[^=,]*?)\s*\\pm\s*(?P<b>[^=,]+)$")
+
+
+def plus_minus(s: str) -> str:
+    """``\\pm 2`` -> ``2, -2``; ``1 \\pm \\sqrt{2}`` -> ``1+\\sqrt{2}, 1-\\sqrt{2}`` (one top-level
+    ``\\pm`` only; inside a fraction it is left to math-verify)."""
+    if s.count("\\pm") != 1:
+        return s
+    m = _PM.match(s)
+    if m is None or m.group("a").count("{") != m.group("a").count("}"):
+        return s
+    a, b = m.group("a").strip(), m.group("b").strip()
+    if a.endswith("="):
+        return s
+    return f"{a}+{b}, {a}-{b}" if a else f"{b}, -{b}"
+
+
+# ------------------------------------------------------------------ inequalities
+
+_REL = r"(?:\\leq?slant|\\leq?|\\geq?slant|\\geq?|<|>)"
+_VAR = r"[A-Za-z]"
+_SIDE = r"[^<>=\\]*(?:\\(?:infty|frac|sqrt|pi|dfrac)[^<>=\\]*)*"
+_CHAIN = re.compile(
+    rf"^(?P<a>{_SIDE}?)\s*(?P<r1>{_REL})\s*(?P<x>{_VAR})\s*(?P<r2>{_REL})\s*(?P<b>{_SIDE})$"
+)
+_ONE_RIGHT = re.compile(rf"^(?P<x>{_VAR})\s*(?P<r>{_REL})\s*(?P<b>{_SIDE})$")
+_ONE_LEFT = re.compile(rf"^(?P<b>{_SIDE})\s*(?P<r>{_REL})\s*(?P<x>{_VAR})$")
+_IN = re.compile(rf"^{_VAR}\s*\\in\s*")
+
+
+def _kind(rel: str) -> tuple[bool, bool]:
+    """(less-than, strict) of a relation symbol."""
+    return rel.startswith(("<", "\\l")), rel in ("<", ">")
+
+
+def inequality_interval(s: str) -> str:
+    """``1 \\le x < 2`` -> ``[1, 2)``, ``x \\ge 0`` -> ``[0, \\infty)``, ``x \\in [a, b)`` ->
+    ``[a, b)``: the interval a one-variable inequality describes, so both spellings compare."""
+    s = _IN.sub("", s)
+    if not re.search(_REL, s):
+        return s
+    m = _CHAIN.match(s)
+    if m and m.group("a").strip() and m.group("b").strip():
+        (lt1, st1), (lt2, st2) = _kind(m.group("r1")), _kind(m.group("r2"))
+        if lt1 != lt2:
+            return s
+        lo, hi = (m.group("a"), m.group("b")) if lt1 else (m.group("b"), m.group("a"))
+        lo_open, hi_open = (st1, st2) if lt1 else (st2, st1)
+        return f"{'(' if lo_open else '['}{lo.strip()}, {hi.strip()}{')' if hi_open else ']'}"
+    for pattern, var_left in ((_ONE_RIGHT, True), (_ONE_LEFT, False)):
+        m = pattern.match(s)
+        if m and m.group("b").strip():
+            less, strict = _kind(m.group("r"))
+            upper = less == var_left  # "x < b" and "b > x" bound x from above
+            b = m.group("b").strip()
+            if upper:
+                return f"(-\\infty, {b}{')' if strict else ']'}"
+            return f"{'(' if strict else '['}{b}, \\infty)"
+    return s
+
+
+# ------------------------------------------------------------------ degrees in trigonometry
+
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
+_DEG_VALUE = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?")
+
+
+def trig_degrees(s: str) -> str:
+    """Inside an expression with a trigonometric function, ``30^\\circ`` is ``\\pi/6``: the
+    degree sign changes the value there (elsewhere, ``90^\\circ`` is just 90)."""
+    if not _TRIG.search(s):
+        return s
+    return _DEG_VALUE.sub(lambda m: f"(\\frac{{{m.group(1)}\\pi}}{{180}})", s)
+
+
+# ------------------------------------------------------------------ equations and lists
+
+_LHS_VARIABLE = re.compile(r"^(?:[A-Za-z](?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\))$")
+
+
+def backwards_equation(s: str) -> str:
+    """``12 = y`` -> ``y = 12``: a value equated to a variable is an assignment."""
+    if s.count("=") != 1:
+        return s
+    left, right = (p.strip() for p in s.split("="))
+    if _LHS_VARIABLE.match(right) and not _LHS_VARIABLE.match(left) and left:
+        return f"{right} = {left}"
+    return s
+
+
+_JOINER = re.compile(r"\s*(?:\\text\{\s*(?:or|and)\s*\}|\b(?:or|and)\b)\s*")
+_SEMICOLON = re.compile(r"\s*;\s*")
+
+
+def joined_values(s: str) -> str:
+    """Values joined by "or"/"and" are a list (``2 or 3`` -> ``2, 3``): against one value that is
+    a second candidate, against a list of roots it is the list."""
+    if "or" not in s and "and" not in s:
+        return s
+    return _JOINER.sub(", ", s).strip(", ")
+
+
+def assignment_groups(s: str) -> str:
+    """``a=1,b=4; a=3,b=2`` -> ``(1, 4), (3, 2)``: solutions of a system written as
+    assignments, one group per solution, are the tuples of their values."""
+    groups = [g for g in _SEMICOLON.split(s) if g]
+    if "=" not in s or not groups:
+        return s
+    tuples = []
+    for group in groups:
+        parts = [p.strip() for p in group.split(",")]
+        if len(parts) < 2 or not all(re.fullmatch(r"[A-Za-z] ?= ?[^=]+", p) for p in parts):
+            return s
+        names = [p.split("=")[0].strip() for p in parts]
+        if len(set(names)) != len(names):
+            return s  # "x=1, x=2" is a list of roots, not a tuple
+        tuples.append("(" + ", ".join(p.split("=", 1)[1].strip() for p in parts) + ")")
+    return ", ".join(tuples) if len(tuples) > 1 else tuples[0]

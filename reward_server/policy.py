@@ -1,0 +1,230 @@
+"""The answer policy: an answer commits to one value (or to the one set or tuple that the
+reference is), and the only text it may hold is wrapping, a unit, or an assignment.
+
+A policy learns whatever the checker lets through. Words that hedge (``7 or more``), negate
+(``9 is wrong``) or change the value (``5 thousand`` against 5, ``9 squared``), a unit other
+than the reference's (``5 cm`` against ``5 m``) and an equation whose sides differ
+(``13 = 12``) each earn 0 with a named reason, decided here in bounded time, before any
+equivalence check. ``docs/reward-server.md`` states the policy; ``tests/reward_server/
+exploit_corpus.py`` holds completions that try each class.
+"""
+
+from __future__ import annotations
+
+import re
+
+_HEDGES_TEXT = (
+    "more less fewer least most about approximately approx around roughly nearly almost either "
+    "maybe perhaps probably possibly likely over under than between estimate estimated circa "
+    "close some several"
+)
+HEDGES = frozenset(_HEDGES_TEXT.split())
+_NEGATIONS_TEXT = (
+    "not no wrong incorrect false isn isnt never none neither nor except but instead without "
+    "untrue invalid"
+)
+NEGATIONS = frozenset(_NEGATIONS_TEXT.split())
+# Words that multiply or transform the value. The first five are read as numbers right after
+# a number (``5 thousand`` is 5000, see ``normalize.parse_number``); anywhere else each one is
+# a different value than the one written, so it is refused rather than dropped as a unit.
+_MULTIPLIERS_TEXT = (
+    "thousand thousands million millions billion billions hundred hundreds dozen dozens "
+    "trillion squared cubed halves half thirds third quarters quarter fourths fifths sixths "
+    "eighths tenths hundredths thousandths pi times plus minus over i"
+)
+MULTIPLIERS = frozenset(_MULTIPLIERS_TEXT.split())
+NUMERIC_MULTIPLIERS = {
+    "thousand": 1000,
+    "thousands": 1000,
+    "million": 10**6,
+    "millions": 10**6,
+    "billion": 10**9,
+    "billions": 10**9,
+    "hundred": 100,
+    "hundreds": 100,
+    "dozen": 12,
+    "dozens": 12,
+}
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+)
+NUMBER_WORDS = {w: i for i, w in enumerate(_ONES.split())} | {
+    w: 10 * i
+    for i, w in enumerate(
+        ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2
+    )
+}
+# Prose verbs and fillers: a sentence is not an answer ("12 is the total").
+_PROSE_TEXT = (
+    "is are was were be the answer final equals equal so then thus hence therefore which that "
+    "this it we get gives result solution value because since if"
+)
+PROSE = frozenset(_PROSE_TEXT.split())
+
+_TEXT_ARG = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|mathrm|mathbf|mathit|mbox|operatorname)"
+    r"\{([^{}]*)\}"
+)
+_BARE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+
+
+def words(s: str) -> list[str]:
+    """Lower-cased words of a canonical answer: every word inside text commands (single letters
+    too: ``\\mathrm{i}``) and every bare run of 2+ letters that is not a LaTeX command name."""
+    found = [w.lower() for arg in _TEXT_ARG.findall(s) for w in re.findall(r"[A-Za-z]+", arg)]
+    outside = _TEXT_ARG.sub(" ", s)
+    found += [w.lower() for w in _BARE_WORD.findall(outside)]
+    return found
+
+
+def word_problem(answer: str, numeric: bool) -> str | None:
+    """Why the words of ``answer`` make it no answer (``hedged_answer``, ``negated_answer``,
+    ``multiplier_word``, ``prose_in_answer``), or None.
+
+    ``numeric``: the answer reads as one number, so numeric multiplier words are part of it.
+    """
+    found = set(words(answer))
+    if found & NEGATIONS:  # checked first: "9 is incorrect" is a negation, not just prose
+        return "negated_answer"
+    if found & HEDGES:
+        return "hedged_answer"
+    if any(ch.isdigit() for ch in answer) and found & NUMBER_WORDS.keys():
+        return "several_candidates"  # "3 (or four)"
+    multipliers = found & MULTIPLIERS
+    if multipliers and not (numeric and multipliers <= NUMERIC_MULTIPLIERS.keys()):
+        return "multiplier_word"
+    if found & PROSE:
+        return "prose_in_answer"
+    return None
+
+
+# ------------------------------------------------------------------ units
+
+_UNIT_SYNONYMS = {
+    "m": "m meter meters metre metres",
+    "cm": "cm centimeter centimeters centimetre centimetres",
+    "mm": "mm millimeter millimeters",
+    "km": "km kilometer kilometers kilometre kilometres",
+    "in": "in inch inches",
+    "ft": "ft foot feet",
+    "yd": "yd yard yards",
+    "mi": "mi mile miles",
+    "s": "s sec secs second seconds",
+    "min": "min mins minute minutes",
+    "h": "h hr hrs hour hours",
+    "day": "day days",
+    "week": "week weeks wk wks",
+    "month": "month months",
+    "year": "year years yr yrs",
+    "g": "g gram grams",
+    "kg": "kg kilogram kilograms kilo kilos",
+    "mg": "mg milligram milligrams",
+    "lb": "lb lbs pound pounds",
+    "oz": "oz ounce ounces",
+    "l": "l liter liters litre litres",
+    "ml": "ml milliliter milliliters millilitre millilitres",
+    "dollar": "dollar dollars usd",
+    "cent": "cent cents",
+    "km/h": "km/h kph km/hr kmh",
+    "mph": "mph mi/h mi/hr",
+    "m/s": "m/s",
+    "deg": "deg degree degrees",
+}
+UNIT_NAMES = {name: unit for unit, names in _UNIT_SYNONYMS.items() for name in names.split()}
+# Units that may be glued to a number ("7days", "5cm"); shorter names are variables ("5m").
+GLUED_UNITS = frozenset(n for n in UNIT_NAMES if len(n) >= 2 and n not in ("in", "mi", "min"))
+
+_POWER = r"(?:\^\s*\{?\s*(?P<pow>[23])\s*\}?)?"
+_TRAILING_TEXT_UNIT = re.compile(
+    r"(?P<sep>\s*)\\(?:text|textbf|textit|textrm|textnormal|mathrm|mbox)\{(?P<u>[^{}]*)\}"
+    + _POWER
+    + r"$"
+)
+_TRAILING_WORD = re.compile(r"(?P<sep>\s*)(?P<u>[A-Za-z]+(?:/[A-Za-z]+)?)" + _POWER + r"$")
+
+
+def _unit_key(phrase: str, power: str | None) -> str:
+    """One spelling per unit: ``\\text{ sq cm}`` = ``cm^2``, ``hrs`` = ``hours`` = ``h``."""
+    tokens = [t for t in re.split(r"[\s.]+", phrase.lower()) if t]
+    if tokens[:1] in (["sq"], ["square"]):
+        tokens, power = tokens[1:], "2"
+    elif tokens[:1] == ["cubic"]:
+        tokens, power = tokens[1:], "3"
+    name = " ".join(tokens)
+    unit = UNIT_NAMES.get(name)
+    if unit is None:
+        unit = name[:-1] if len(name) > 3 and name.endswith("s") else name
+    return unit + (f"^{power}" if power else "")
+
+
+def split_unit(s: str) -> tuple[str, str | None]:
+    """(value, unit key) of a canonical answer: ``3\\sqrt{2} meters`` -> (``3\\sqrt{2}``, ``m``).
+
+    A trailing word is a unit when written in a text command, glued to a digit and a known unit
+    name (``7days``), or after a space with 3+ letters or a known name — never a math word or a
+    single letter outside text (``5 x``, ``5m`` are expressions).
+    """
+    m = _TRAILING_TEXT_UNIT.search(s)
+    if m is not None:
+        phrase = m.group("u").strip()
+        value = s[: m.start()].strip()
+        multiplier = any(w.lower() in MULTIPLIERS for w in phrase.split())
+        if re.fullmatch(r"[A-Za-z][A-Za-z .]*(?:/[A-Za-z]+)?", phrase) and value and not multiplier:
+            return value, _unit_key(phrase, m.group("pow"))
+        return s, None
+    m = _TRAILING_WORD.search(s)
+    if m is None:
+        return s, None
+    word, value = m.group("u"), s[: m.start()].strip()
+    if not value or value.endswith("\\") or re.search(r"\\[A-Za-z]*$", value):
+        return s, None
+    lw = word.lower()
+    glued = not m.group("sep")
+    if lw in MATH_WORDS or lw in MULTIPLIERS or (glued and not value[-1].isdigit()):
+        return s, None
+    if glued and lw not in GLUED_UNITS:
+        return s, None
+    if (not glued and len(lw) < 3 and lw not in UNIT_NAMES) or lw in ("in", "s", "h", "m", "l"):
+        return s, None
+    # "6 sq units", "5 square feet": one more word of the phrase
+    before = re.search(r"(?:^|\s)(sq|square|cubic)$", value, re.IGNORECASE)
+    if before is not None:
+        return value[: before.start()].strip(), _unit_key(f"{before.group(1)} {lw}", None)
+    return value, _unit_key(lw, m.group("pow"))
+
+
+_MATH_WORDS_TEXT = (
+    "pi sqrt sin cos tan cot sec csc log ln exp lim inf infty infinity mod and or arcsin arccos "
+    "arctan sinh cosh tanh det deg frac cdot times"
+)
+MATH_WORDS = frozenset(_MATH_WORDS_TEXT.split())
+
+
+# ------------------------------------------------------------------ equations
+
+_VARIABLE = re.compile(r"(?:[A-Za-z](?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\)|\\[a-z]+)")
+
+
+def equation_sides(s: str) -> list[str] | None:
+    """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
+    ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``."""
+    if "=" not in s or any(op in s for op in ("\\le", "\\ge", "<", ">", "\\ne")):
+        return None
+    depth, sides, start = 0, [], 0
+    for i, ch in enumerate(s):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return None  # a list ("x=1, x=2"): its items are compared one by one
+        elif ch == "=" and depth == 0:
+            sides.append(s[start:i].strip())
+            start = i + 1
+    sides.append(s[start:].strip())
+    if len(sides) == 1:
+        return None
+    if _VARIABLE.fullmatch(sides[0]) and not sides[0].startswith("\\"):
+        sides = sides[1:]
+    return sides

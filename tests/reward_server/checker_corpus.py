@@ -1,0 +1,573 @@
+"""A labelled corpus of (answer, reference) pairs for the correctness checker.
+
+Every pair is written by hand for this project and carries the reason for its label, following
+the label policy of ``docs/reward-server.md``: an answer is right when a careful human grader
+who knows only the reference would give it full credit, *and* it commits to one value (or to
+the one set or tuple that the reference is). In short:
+
+* values compare exactly: a rounded decimal of a non-terminating value is wrong;
+* a bare number is read in the reference's unit (``25`` against ``25\\%`` is right, ``0.25``
+  is not); a unit must match the reference's unit, and a plain unit word is fine where the
+  reference has none;
+* tuples and intervals are ordered, sets, lists and multiple-choice letters are not;
+* words that change the value (hedges, negations, multiplier words, a second candidate) make
+  an answer wrong.
+
+``benchmarks/checker_accuracy.py`` scores this server and math-verify on it side by side;
+``test_rs_checker_corpus.py`` holds the server to every label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pair:
+    answer: str
+    reference: str
+    equal: bool
+    kind: str  # the class of the issue the pair belongs to
+    why: str  # the reason for the label
+
+
+def _group(kind: str, rows: list[tuple[str, str, bool, str]]) -> list[Pair]:
+    return [Pair(a, r, eq, kind, why) for a, r, eq, why in rows]
+
+
+Y, N = True, False
+
+PAIRS: list[Pair] = [
+    *_group(
+        "several_boxes",
+        [
+            ("\\boxed{2}, \\boxed{3}", "2, 3", Y, "two boxes are the list 2, 3"),
+            ("\\boxed{3} \\text{ and } \\boxed{2}", "2,3", Y, "a list in any order"),
+            ("\\boxed{2}\\boxed{3}", "\\{2, 3\\}", Y, "adjacent boxes are a list too"),
+            ("\\boxed{-1}, \\boxed{4}", "\\boxed{4}, \\boxed{-1}", Y, "boxed list in the ref"),
+            ("\\boxed{1}, \\boxed{2}", "\\boxed{1}, \\boxed{2}, \\boxed{3}", N, "missing an item"),
+            ("\\boxed{3}", "\\boxed{2}, \\boxed{3}", N, "one of two required values"),
+            ("\\boxed{3} or \\boxed{4}", "4", N, "two candidates for one value"),
+            ("\\boxed{B}\\boxed{C}", "C", N, "two letters for one choice"),
+            ("\\boxed{5}, \\boxed{5}", "5", N, "a list of two is not one number"),
+            ("\\boxed{\\frac12}, \\boxed{2}", "2, 0.5", Y, "exact values, any order"),
+            ("\\boxed{x=1}, \\boxed{x=2}", "1, 2", Y, "roots written as assignments"),
+            ("\\boxed{A}, \\boxed{D}", "\\text{(A), (D)}", Y, "choice letters as a list"),
+            ("\\boxed{7}", "\\boxed{7}", Y, "one box each"),
+            ("\\boxed{1}\\text{ or }\\boxed{-1}", "\\pm 1", Y, "pm 1 is the list 1, -1"),
+        ],
+    ),
+    *_group(
+        "units",
+        [
+            ("3\\sqrt{2} meters", "3\\sqrt{2}", Y, "plain unit word after a symbolic value"),
+            ("3\\sqrt{2}\\text{ meters}", "3\\sqrt{2}", Y, "unit in \\text after a root"),
+            ("2\\pi \\text{ cm}", "2\\pi", Y, "unit after pi multiple"),
+            ("\\frac{5}{2} \\text{ inches}", "2.5", Y, "unit after a fraction"),
+            ("12\\textbf{ cm}", "12", Y, "unit in \\textbf"),
+            ("12\\textnormal{ cm}", "12", Y, "unit in \\textnormal"),
+            ("12\\mathrm{~cm}", "12", Y, "unit in \\mathrm with a tie"),
+            ("12 \\mathrm{cm}^2", "12", Y, "square unit in \\mathrm"),
+            ("7days", "7", Y, "unit word glued to the number"),
+            ("45minutes", "45", Y, "glued unit word"),
+            ("15dollars", "15", Y, "glued currency word"),
+            ("7days", "8", N, "wrong number with a glued unit"),
+            ("5 cm", "5 m", N, "wrong unit: centimetres against metres"),
+            ("5\\text{ m}", "5\\text{ m}", Y, "same unit"),
+            ("5 meters", "5\\text{ m}", Y, "metres spelled out"),
+            ("3 minutes", "3\\text{ hours}", N, "minutes against hours"),
+            ("3 hours", "3\\text{ hours}", Y, "same unit"),
+            ("3 hrs", "3 hours", Y, "abbreviation of the same unit"),
+            ("9 cm^3", "9\\text{ cm}^2", N, "volume unit against area unit"),
+            ("9\\text{ cm}^2", "9 \\text{ cm}^2", Y, "same area unit"),
+            ("9", "9\\text{ cm}^2", Y, "a bare number is read in the reference's unit"),
+            ("40 \\text{ km/h}", "40", Y, "speed unit where the reference has none"),
+            ("40 \\text{ mph}", "40\\text{ km/h}", N, "different speed unit"),
+            ("18 apples", "18", Y, "a plain unit word"),
+            ("18 \\text{apples}", "17", N, "wrong count with a unit"),
+            ("2\\sqrt{5}\\text{ units}", "2\\sqrt{5}", Y, "generic unit word"),
+            ("6 \\text{ sq units}", "6", Y, "square units"),
+            ("4\\sqrt{3} \\text{ cm}^2", "4\\sqrt{3}", Y, "area unit after a root"),
+            (
+                "5\\text{ kg}",
+                "5000\\text{ g}",
+                N,
+                "policy: the answer uses the reference's unit (no conversion)",
+            ),
+            ("\\$12.50", "12.5", Y, "dollar sign"),
+            ("12.50 dollars", "\\$12.50", Y, "dollar word against dollar sign"),
+        ],
+    ),
+    *_group(
+        "solution_sets",
+        [
+            ("a=1,b=4; a=3,b=2", "(1,4),(3,2)", Y, "assignments listing the same pairs"),
+            ("a=3,b=2; a=1,b=4", "(1,4),(3,2)", Y, "same pairs, other order"),
+            ("a=1,b=4; a=2,b=3", "(1,4),(3,2)", N, "second pair swapped"),
+            ("x=2, y=5", "(2,5)", Y, "one assignment pair as a tuple"),
+            ("x=5, y=2", "(2,5)", N, "values in the wrong variables"),
+            ("x = 2 \\text{ or } x = 3", "2, 3", Y, "roots joined by or"),
+            ("2 \\text{ or } 3", "3, 2", Y, "values joined by or"),
+            ("2 and 3", "2, 3", Y, "values joined by and"),
+            ("x=2 \\text{ and } x=-2", "\\pm 2", Y, "pm 2 is the two roots 2 and -2"),
+            ("2 or 3", "2", N, "a second candidate"),
+            ("y = 2x+1", "f(x) = 2x + 1", Y, "y = against f(x) ="),
+            ("f(x) = x^2", "y = x^2", Y, "f(x) = against y ="),
+            ("y = 2x-1", "f(x) = 2x + 1", N, "different function"),
+            ("x = 1, 2", "1, 2", Y, "x = before a list of roots"),
+            ("x=-1 \\text{ or } x=\\frac{1}{2}", "-1, \\frac12", Y, "rational roots joined by or"),
+            ("-1, 1/2", "x=\\frac12, x=-1", Y, "reference written as assignments"),
+            ("x=3", "x=3", Y, "identical assignments"),
+            ("x = 4", "4", Y, "assignment to a variable"),
+            ("k=7", "7", Y, "assignment to any letter"),
+            ("n = 8", "7", N, "wrong value in an assignment"),
+        ],
+    ),
+    *_group(
+        "complex",
+        [
+            ("3i(1+i)", "-3+3i", Y, "i is the imaginary unit in a product"),
+            ("-3+3i", "3i(1+i)", Y, "the same, other direction"),
+            ("(2-i)^2", "3-4i", Y, "square of a complex number"),
+            ("(2-i)^2", "3+4i", N, "sign of the imaginary part"),
+            ("\\sqrt{-4}", "2i", Y, "square root of a negative"),
+            ("2i", "\\sqrt{-4}", Y, "the same, other direction"),
+            ("\\sqrt{-9}", "3", N, "3i is not 3"),
+            ("i^2", "-1", Y, "i squared"),
+            ("(1+i)(1-i)", "2", Y, "product of conjugates"),
+            ("\\frac{1}{i}", "-i", Y, "reciprocal of i"),
+            ("1+2i", "1+2i", Y, "identical"),
+            ("1+2i", "2+i", N, "parts swapped"),
+            ("\\frac{3+4i}{5}", "\\frac35+\\frac45 i", Y, "split fraction"),
+            ("i^3", "i", N, "i cubed is -i"),
+            ("2+\\sqrt{-1}", "2+i", Y, "sqrt of -1"),
+        ],
+    ),
+    *_group(
+        "trig_exponents",
+        [
+            ("-\\cos x", "\\cos(180^\\circ - x)", Y, "degrees inside a trig function"),
+            ("\\cos(180^\\circ - x)", "-\\cos x", Y, "the same, other direction"),
+            ("\\cos x", "\\cos(180^\\circ - x)", N, "missing sign"),
+            ("\\sin 30^\\circ", "\\frac12", Y, "sine of degrees"),
+            ("\\frac{1}{2}", "\\cos 60^{\\circ}", Y, "cosine of degrees in the reference"),
+            ("\\tan 45^\\circ", "1", Y, "tangent of degrees"),
+            ("\\sin 30^\\circ", "\\frac{\\sqrt3}{2}", N, "that is sin 60"),
+            ("\\sin(90^\\circ + x)", "\\cos x", Y, "shift by a right angle"),
+            ("x^{0.5}", "\\sqrt{x}", Y, "decimal exponent"),
+            ("\\sqrt{x}", "x^{0.5}", Y, "the same, other direction"),
+            ("x^{1.5}", "x\\sqrt{x}", Y, "decimal exponent 1.5"),
+            ("2^{0.5}", "\\sqrt{2}", Y, "numeric base"),
+            ("x^{0.25}", "\\sqrt{x}", N, "fourth root"),
+            ("a^{2.5}b", "a^{5/2}b", Y, "fractional against decimal exponent"),
+            ("x^{0.33}", "x^{1/3}", N, "a rounded exponent"),
+            ("e^{0.5x}", "e^{x/2}", Y, "decimal coefficient in an exponent"),
+            ("30^\\circ", "30", Y, "degrees sign on a bare angle"),
+            ("\\frac{\\pi}{6}", "30^\\circ", N, "radians against a degree reference"),
+        ],
+    ),
+    *_group(
+        "intervals",
+        [
+            ("x \\in [1, 2)", "[1,2)", Y, "membership notation"),
+            ("[1,2)", "x \\in [1, 2)", Y, "the same, other direction"),
+            ("1 \\le x < 2", "[1, 2)", Y, "double inequality"),
+            ("[1, 2)", "1 \\le x < 2", Y, "the same, other direction"),
+            ("1 \\leq x \\leq 2", "[1,2]", Y, "closed double inequality"),
+            ("1 < x \\le 2", "[1,2]", N, "left end open"),
+            ("x \\ge 0", "[0, \\infty)", Y, "one-sided inequality"),
+            ("[0,\\infty)", "x \\geq 0", Y, "the same, other direction"),
+            ("x > 0", "[0,\\infty)", N, "strict against closed"),
+            ("x < 3", "(-\\infty, 3)", Y, "upper bound"),
+            ("x \\leq -1", "(-\\infty,-1]", Y, "upper bound, closed"),
+            ("x > 5", "(5, \\infty)", Y, "strict lower bound"),
+            ("x \\in (2, 5]", "(2,5]", Y, "membership, half-open"),
+            ("x \\in (2, 5]", "(2,5)", N, "different right end"),
+            ("-2 < x < 3", "(-2, 3)", Y, "open double inequality"),
+            ("3 > x > -2", "(-2,3)", Y, "inequality written downward"),
+            ("0 \\le x", "[0, \\infty)", Y, "variable on the right"),
+            ("(-\\infty, 0) \\cup (1, \\infty)", "(-\\infty,0)\\cup(1,\\infty)", Y, "union"),
+            ("(1,2)", "[1,2]", N, "open against closed"),
+            ("[2, 7]", "2 \\le x \\le 7", Y, "closed interval against inequality"),
+        ],
+    ),
+    *_group(
+        "text_forms",
+        [
+            ("1 1/2", "\\frac32", Y, "plain-text mixed number"),
+            ("2 3/4", "2.75", Y, "plain-text mixed number"),
+            ("1 1/2", "\\frac{1}{2}", N, "mixed number is not its fraction part"),
+            ("3 1/3", "\\frac{10}{3}", Y, "mixed number with a non-terminating value"),
+            ("∞", "\\infty", Y, "Unicode infinity"),
+            ("−7", "-7", Y, "Unicode minus"),
+            ("3×4", "12", Y, "Unicode times"),
+            ("√2", "\\sqrt{2}", Y, "Unicode square root"),
+            ("2√3", "\\sqrt{12}", Y, "Unicode root with a coefficient"),
+            ("√2", "2", N, "root of two is not two"),
+            ("5\u200b", "5", Y, "zero-width space"),
+            ("1\u00a0000", "1000", Y, "NBSP as a thousands separator"),
+            ("\u200b42\u200b", "42", Y, "zero-width spaces around"),
+            ("\u00a012", "12", Y, "leading NBSP"),
+            ("**42**", "42", Y, "markdown bold"),
+            ("*42*", "42", Y, "markdown italics"),
+            ("__42__", "42", Y, "markdown underline-bold"),
+            ("**41**", "42", N, "wrong value in bold"),
+            ("12=y", "12", Y, "equation written backwards"),
+            ("12 = x", "x = 12", Y, "backwards against forwards"),
+            ("\\frac{1}{2}=x", "0.5", Y, "backwards with a fraction"),
+            ("13 = y", "12", N, "backwards with the wrong value"),
+            ("π", "\\pi", Y, "Unicode pi"),
+            ("2π", "2\\pi", Y, "Unicode pi with a coefficient"),
+            ("½", "0.5", Y, "Unicode vulgar fraction"),
+            ("5 ≤ x", "[5,\\infty)", Y, "Unicode inequality"),
+        ],
+    ),
+    *_group(
+        "other_notations",
+        [
+            ("1011_2", "1011_{2}", Y, "base subscript with and without braces"),
+            ("1011", "1011_2", Y, "digits read in the reference's base"),
+            ("11", "1011_2", N, "decimal value is not the base-2 numeral"),
+            ("1011_{(2)}", "1011_2", Y, "parenthesised base"),
+            ("(1011)_2", "1011_2", Y, "parenthesised digits"),
+            ("1101_2", "1011_2", N, "different digits"),
+            ("212_3", "212_{3}", Y, "base 3"),
+            ("212_4", "212_3", N, "same digits, different base"),
+            ("A3_{16}", "A3_{16}", Y, "hex digits"),
+            ("\\text{1011}_2", "1011_2", Y, "digits in text"),
+            ("B, D", "\\text{(D), (B)}", Y, "choice letters, other order and wrapping"),
+            ("(B), (D)", "D, B", Y, "parenthesised letters"),
+            ("\\text{B and D}", "B, D", Y, "letters joined by and"),
+            ("BD", "\\text{(B), (D)}", Y, "letters run together"),
+            ("B, C", "B, D", N, "one letter wrong"),
+            ("B", "B, D", N, "one of two letters"),
+            ("\\textbf{(E)}", "E", Y, "bold parenthesised letter"),
+            ("(E)", "\\text{(E)}", Y, "parenthesised letter"),
+            ("A, C, E", "\\text{(A), (C), (E)}", Y, "three letters"),
+            ("E", "\\text{(D)}", N, "different choice"),
+            ("(1, 2, 3)", "\\begin{pmatrix}1\\\\2\\\\3\\end{pmatrix}", Y, "tuple against column"),
+            ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "(1,2)", Y, "column against tuple"),
+            ("(2, 1)", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", N, "order of components"),
+            ("\\begin{pmatrix}-1\\\\ \\frac12\\end{pmatrix}", "(-1, 0.5)", Y, "exact components"),
+            ("(1,2,3)", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", N, "different dimension"),
+            ("\\begin{cases}x=1\\\\y=2\\end{cases}", "(1,2)", Y, "a system solved in cases"),
+            ("\\begin{cases} x = 1 \\\\ y = 2 \\end{cases}", "x=1, y=2", Y, "cases vs assignments"),
+            ("\\begin{cases}x=2\\\\y=1\\end{cases}", "(1,2)", N, "values swapped"),
+            ("\\begin{bmatrix}3\\\\4\\end{bmatrix}", "(3,4)", Y, "bmatrix column"),
+            ("\\begin{pmatrix}3 & 4\\end{pmatrix}", "(3,4)", Y, "row vector"),
+        ],
+    ),
+    *_group(
+        "thousands_separator",
+        [
+            ("4,567", "4567", Y, "groups of three after the comma"),
+            ("4567", "4,567", Y, "the same, other direction"),
+            ("1,234,567", "1234567", Y, "two groups"),
+            ("45, 678", "45678", N, "a space after the comma: a two-item list"),
+            ("4, 567", "4567", N, "a list of 4 and 567"),
+            ("45,67", "4567", N, "a group of two digits is not a separator"),
+            ("4,5678", "45678", N, "a group of four digits"),
+            ("1,2", "12", N, "a list of two numbers"),
+            ("12,345.5", "12345.5", Y, "separator with decimals"),
+            ("4567", "4, 567", N, "the reference is a list"),
+            ("4, 567", "4, 567", Y, "identical lists"),
+            ("567, 4", "4, 567", Y, "a list in another order"),
+            ("1{,}000", "1000", Y, "braced comma separator"),
+            ("1\\,000", "1000", Y, "thin-space separator"),
+            ("10 000", "10000", Y, "space separator"),
+            ("1,000", "1", N, "not a decimal comma"),
+            ("2, 3", "23", N, "two numbers"),
+        ],
+    ),
+    *_group(
+        "percent",
+        [
+            ("0.25", "25\\%", N, "a bare number is read in the reference's unit: 0.25%"),
+            ("25", "25\\%", Y, "bare number in the reference's unit"),
+            ("25\\%", "25\\%", Y, "same percent"),
+            ("25\\%", "25", Y, "percent sign where the reference dropped it"),
+            ("25\\%", "0.25", Y, "percent against its fraction"),
+            ("\\frac14", "25\\%", N, "a fraction against a percent reference"),
+            ("25 percent", "25\\%", Y, "the word percent"),
+            ("2.5\\%", "25\\%", N, "a tenth of it"),
+            ("12.5", "12.5\\%", Y, "decimal percent value"),
+            ("50%", "50\\%", Y, "plain percent sign"),
+            ("5\\%", "0.5", N, "5% is 0.05"),
+            ("50\\%", "0.5", Y, "50% is one half"),
+            ("40\\%", "\\frac{2}{5}", Y, "percent against a fraction"),
+            ("\\frac{2}{5}", "40\\%", N, "fraction read as 2/5 percent"),
+        ],
+    ),
+    *_group(
+        "hedges_and_words",
+        [
+            ("7\\text{ or more}", "7", N, "a hedge"),
+            ("3 \\text{ (or four)}", "3", N, "a second candidate in brackets"),
+            ("at least 5", "5", N, "a bound is not a value"),
+            ("about 12", "12", N, "an approximation"),
+            ("9\\text{ is wrong}", "9", N, "the answer negates the value"),
+            ("9\\text{ is incorrect}", "9", N, "negated value"),
+            ("\\text{not } 9", "9", N, "negated value"),
+            ("5 thousand", "5", N, "multiplier word changes the value"),
+            ("5 thousand", "5000", Y, "thousand multiplies the value: 5000"),
+            ("12 dozen", "12", N, "multiplier word"),
+            ("9 squared", "9", N, "squared changes the value"),
+            ("3 halves", "3", N, "halves changes the value"),
+            ("7 tenths", "7", N, "tenths changes the value"),
+            ("4\\text{ pi}", "4", N, "pi as a word changes the value"),
+            ("3\\mathrm{i}", "3", N, "i changes the value"),
+            ("5 million", "5", N, "multiplier word"),
+            ("13 = 12", "12", N, "a false equation"),
+            ("\\text{not } 12 = 12", "12", N, "negated equation"),
+            ("x = 12", "12", Y, "an assignment is fine"),
+            ("12 = 12", "12", Y, "a true equation of the value"),
+            ("20 - 8 = 12", "12", Y, "a true calculation ending in the value"),
+            ("20 - 7 = 12", "12", N, "a false calculation"),
+            ("approximately 3.14", "\\pi", N, "an approximation of pi"),
+            ("12 or 13", "12", N, "two candidates"),
+            ("either 4 or 5", "4", N, "a hedge"),
+            ("maybe 6", "6", N, "a hedge"),
+            ("6 (probably)", "6", N, "a hedge"),
+            ("6 \\text{ cubed}", "6", N, "cubed changes the value"),
+            ("The answer is 6", "6", Y, "an answer phrase is wrapping"),
+            ("6 \\text{ ways}", "6", Y, "a plain unit word"),
+            ("6\\text{ students}", "6", Y, "a plain unit word"),
+            ("\\text{less than } 6", "6", N, "a bound"),
+            ("6\\text{ or fewer}", "6", N, "a hedge"),
+            ("neither", "6", N, "a word against a number"),
+            ("5 hundred", "500", Y, "hundred multiplies the value: 500"),
+        ],
+    ),
+    *_group(
+        "numbers",
+        [
+            ("72", "72", Y, "identical integers"),
+            ("72.0", "72", Y, "trailing zero decimal"),
+            ("72.00", "72", Y, "two trailing zeros"),
+            ("\\$72", "72", Y, "escaped dollar"),
+            ("$72", "72", Y, "math delimiter"),
+            ("72 dollars", "72", Y, "currency word"),
+            ("\\boxed{72}", "72", Y, "boxed"),
+            ("072", "72", Y, "AIME leading zero"),
+            ("007", "7", Y, "two leading zeros"),
+            ("72", "27", N, "digits swapped"),
+            ("72", "720", N, "extra zero"),
+            ("7.2", "72", N, "decimal point"),
+            ("-5", "5", N, "sign"),
+            ("+5", "5", Y, "explicit plus sign"),
+            ("0.5", "\\frac12", Y, "terminating decimal"),
+            ("\\dfrac{1}{2}", "0.5", Y, "dfrac"),
+            ("1/2", "\\frac{1}{2}", Y, "slash fraction"),
+            ("\\frac{2}{4}", "\\frac12", Y, "unreduced fraction"),
+            ("0.33", "\\frac13", N, "rounded decimal"),
+            ("0.333", "\\frac{1}{3}", N, "rounded decimal"),
+            ("0.\\overline{3}", "\\frac13", Y, "repeating decimal"),
+            ("0.1\\overline{6}", "\\frac16", Y, "repeating block after a digit"),
+            ("0.67", "\\frac23", N, "rounded decimal"),
+            ("1.5e3", "1500", Y, "scientific notation"),
+            ("1.5\\times 10^3", "1500", Y, "times ten to the third"),
+            ("1.5\\times 10^{4}", "1500", N, "wrong exponent"),
+            ("2\\frac{1}{2}", "\\frac52", Y, "LaTeX mixed number"),
+            ("-\\frac{3}{4}", "-0.75", Y, "negative fraction"),
+            ("\\frac{-3}{4}", "-\\frac34", Y, "sign in the numerator"),
+            ("\\frac{3}{-4}", "-0.75", Y, "sign in the denominator"),
+            ("seven", "7", Y, "number word"),
+            ("twelve", "12", Y, "number word"),
+            ("six", "7", N, "wrong number word"),
+            ("18.", "18", Y, "sentence period"),
+            ("1000000", "10^6", Y, "power of ten"),
+            ("10^{6}", "1,000,000", Y, "power against separated digits"),
+            ("2^{10}", "1024", Y, "power of two"),
+            ("5!", "120", Y, "factorial"),
+            ("\\binom{5}{2}", "10", Y, "binomial"),
+            ("\\frac{100}{3}", "33.33", N, "rounded"),
+            ("33\\frac{1}{3}", "\\frac{100}{3}", Y, "mixed number"),
+            ("3.50", "3.5", Y, "trailing zero"),
+            ("0", "-0", Y, "signed zero"),
+            ("1e3", "100", N, "wrong power"),
+            ("0.1", "\\frac{1}{9}", N, "0.1 is not 1/9"),
+        ],
+    ),
+    *_group(
+        "symbolic",
+        [
+            ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}", Y, "rationalised denominator"),
+            ("2\\sqrt{3}", "\\sqrt{12}", Y, "simplified root"),
+            ("\\sqrt{12}", "3\\sqrt{2}", N, "different root"),
+            ("(x+1)^2", "x^2+2x+1", Y, "expanded square"),
+            ("(x+1)^2", "x^2+1", N, "missing middle term"),
+            ("\\frac{\\pi}{4}", "\\frac14\\pi", Y, "coefficient placement"),
+            ("\\sqrt[3]{8}", "2", Y, "cube root"),
+            ("3\\pi", "3 \\pi", Y, "spacing"),
+            ("\\pi", "3.14159", N, "rounded pi"),
+            ("\\sqrt{2}", "1.414", N, "rounded root"),
+            ("1.414", "\\sqrt2", N, "rounded root, other direction"),
+            ("x+y", "y+x", Y, "commutativity"),
+            ("x+1", "y+1", N, "different variable"),
+            ("\\frac{x^2-1}{x-1}", "x+1", Y, "cancelled factor"),
+            ("\\log 8", "3\\log 2", Y, "log power rule"),
+            ("\\frac{1}{x}", "x^{-1}", Y, "negative exponent"),
+            ("\\sin^2 x + \\cos^2 x", "1", Y, "Pythagorean identity"),
+            ("2\\sin x\\cos x", "\\sin 2x", Y, "double angle"),
+            ("\\sqrt{x^2}", "x", N, "absolute value"),
+            ("|x|", "x", N, "absolute value"),
+            ("6-2\\sqrt5", "(\\sqrt5-1)^2", Y, "expanded square of a surd"),
+            ("\\frac{3\\sqrt3}{2}", "\\frac{3}{2}\\sqrt3", Y, "coefficient placement"),
+            ("\\frac{3\\sqrt3}{2}", "\\frac{2}{3}\\sqrt3", N, "inverted coefficient"),
+            ("2^{1/2}", "\\sqrt2", Y, "fractional exponent"),
+            ("e^{2}", "e^2", Y, "braced exponent"),
+            ("\\ln(e^3)", "3", Y, "log of a power of e"),
+            ("\\frac{\\sqrt{6}}{3}", "\\sqrt{\\frac{2}{3}}", Y, "root of a fraction"),
+            ("10\\sqrt{2}", "\\sqrt{200}", Y, "root of 200"),
+            ("4\\pi r^2", "4 \\pi r^{2}", Y, "formula"),
+            ("\\frac{1}{2}x", "\\frac{x}{2}", Y, "coefficient"),
+            ("x^2-4", "(x-2)(x+2)", Y, "factored form"),
+            ("x^2-4", "(x-2)^2", N, "wrong factorisation"),
+            ("\\frac{7}{\\sqrt{7}}", "\\sqrt{7}", Y, "rationalisation"),
+            ("\\infty", "\\infty", Y, "infinity"),
+            ("-\\infty", "\\infty", N, "sign of infinity"),
+            ("\\frac{\\sqrt{3}}{3}", "\\frac{1}{\\sqrt3}", Y, "tan 30 forms"),
+            ("\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{2}}{2}", N, "different roots"),
+            ("3x+2y", "2y+3x", Y, "reordered terms"),
+            ("2(x+3)", "2x+6", Y, "distributed"),
+            ("2(x+3)", "2x+3", N, "not distributed"),
+        ],
+    ),
+    *_group(
+        "structures",
+        [
+            ("(3, -4)", "\\left( 3, -4 \\right)", Y, "sized brackets"),
+            ("(0.5, 2)", "(\\frac12, 2)", Y, "exact components"),
+            ("(1, 2)", "(2, 1)", N, "ordered pair"),
+            ("\\{1, 2, 3\\}", "3, 2, 1", Y, "set against a list"),
+            ("1, 2, 3", "3,1,2", Y, "list order"),
+            ("\\{1, 2\\}", "\\{1, 2, 3\\}", N, "missing element"),
+            ("1, 2", "1, 2, 2", N, "multiset count"),
+            ("(1, 2)", "3", N, "pair against a number"),
+            ("[1, 2]", "(1, 2)", N, "closed against open"),
+            ("[1, 2)", "[1,2)", Y, "half-open"),
+            ("\\{-1, \\frac12\\}", "0.5, -1", Y, "set against a list"),
+            ("(\\sqrt2, 1)", "(\\frac{2}{\\sqrt2}, 1)", Y, "symbolic component"),
+            ("(1,2,3)", "(1,2)", N, "arity"),
+            ("\\emptyset", "\\varnothing", Y, "empty set spellings"),
+            ("\\{\\}", "\\emptyset", Y, "empty braces"),
+            (
+                "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+                "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+                Y,
+                "matrix",
+            ),
+            (
+                "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+                "\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}",
+                N,
+                "transpose",
+            ),
+            ("(-2, 3)", "(-2,3)", Y, "spacing"),
+            ("(1, -1)", "(1, 1)", N, "sign of a component"),
+            ("\\{2\\}", "2", Y, "one-element set of the value"),
+        ],
+    ),
+    *_group(
+        "words",
+        [
+            ("\\text{(C)}", "C", Y, "wrapped letter"),
+            ("(c)", "\\text{C}", Y, "lower-case letter"),
+            ("\\textbf{Monday}", "monday", Y, "bold word"),
+            ("Even", "\\text{even}", Y, "case"),
+            ("\\text{Tuesday}", "Monday", N, "different word"),
+            ("B", "\\text{(C)}", N, "different letter"),
+            ("odd", "7", N, "word against a number"),
+            ("yes", "\\text{Yes}", Y, "case"),
+            ("no", "\\text{yes}", N, "opposite word"),
+            ("\\text{no solution}", "\\text{No solution}", Y, "phrase"),
+        ],
+    ),
+]
+
+# --------------------------------------------------------------- generated families
+# Hand-chosen values across the common GSM8K and MATH answer shapes: each family states once
+# why its label holds, and every member is a distinct pair.
+
+
+def _family(kind: str, why: str, rows: list[tuple[str, str, bool]]) -> list[Pair]:
+    return [Pair(a, r, eq, kind, why) for a, r, eq in rows]
+
+
+_VALUES = ["3", "17", "42", "105", "999", "2024", "0", "-8"]
+PAIRS += _family(
+    "numbers",
+    "an integer with a trailing unit word is the integer",
+    [(f"{v} \\text{{ marbles}}", v, Y) for v in _VALUES],
+)
+PAIRS += _family(
+    "numbers",
+    "an integer off by one is wrong, with or without a unit",
+    [(f"{int(v) + 1} \\text{{ marbles}}", v, N) for v in _VALUES],
+)
+PAIRS += _family(
+    "thousands_separator",
+    "a comma followed by a space separates list items, never thousands",
+    [(f"{a}, {b}", f"{a}{b}", N) for a, b in [("12", "500"), ("7", "250"), ("98", "765")]]
+    + [(f"{a},{b}", f"{a}{b}", Y) for a, b in [("12", "500"), ("7", "250"), ("98", "765")]],
+)
+PAIRS += _family(
+    "percent",
+    "a bare fraction of one against a percent reference is read as that many percent",
+    [(f"0.{p}", f"{p}\\%", N) for p in ("10", "35", "60", "75", "90")]
+    + [(p, f"{p}\\%", Y) for p in ("10", "35", "60", "75", "90")],
+)
+PAIRS += _family(
+    "several_boxes",
+    "two boxes against one value are a second candidate",
+    [(f"\\boxed{{{v}}} \\text{{ or }} \\boxed{{{int(v) + 2}}}", v, N) for v in _VALUES[:6]],
+)
+PAIRS += _family(
+    "units",
+    "a time unit differs from the reference's time unit",
+    [
+        (f"{n} {u}", f"{n}\\text{{ {ref}}}", N)
+        for n, u, ref in [
+            ("4", "seconds", "minutes"),
+            ("2", "days", "weeks"),
+            ("6", "months", "years"),
+            ("8", "minutes", "seconds"),
+        ]
+    ],
+)
+PAIRS += _family(
+    "units",
+    "a length unit differs from the reference's length unit",
+    [
+        (f"{n} {u}", f"{n}\\text{{ {ref}}}", N)
+        for n, u, ref in [("3", "km", "m"), ("10", "mm", "cm"), ("7", "feet", "inches")]
+    ],
+)
+PAIRS += _family(
+    "hedges_and_words",
+    "a multiplier word changes the value",
+    [(f"{n} {w}", n, N) for n, w in [("2", "thousand"), ("6", "dozen"), ("4", "billion")]],
+)
+PAIRS += _family(
+    "complex",
+    "i is the imaginary unit: a product or power of complex numbers",
+    [
+        ("(1+i)^2", "2i", Y),
+        ("(1+i)^2", "2", N),
+        ("i(2+i)", "-1+2i", Y),
+        ("(3+2i)(3-2i)", "13", Y),
+        ("(3+2i)(3-2i)", "5", N),
+    ],
+)
+PAIRS += _family(
+    "intervals",
+    "an inequality is the interval it describes, in both directions",
+    [
+        ("x \\ge 2", "[2,\\infty)", Y),
+        ("[2,\\infty)", "x\\ge2", Y),
+        ("x\\ge2", "(2,\\infty)", N),
+        ("-1 \\le x \\le 1", "[-1,1]", Y),
+        ("[-1,1]", "-1\\le x\\le 1", Y),
+        ("-1 < x \\le 1", "[-1,1]", N),
+    ],
+)
