@@ -89,20 +89,6 @@ def canonical(text: str) -> str:
     return notation.assignment_groups(s)
 
 
-def complexity_violation(text: str, max_chars: int, max_nesting: int) -> str | None:
-    """Why ``text`` must not be parsed at all (``too_long``, ``too_nested``), or None."""
-    if len(text) > max_chars:
-        return "too_long"
-    depth = deepest = 0
-    for ch in text:
-        if ch in "({[":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in ")}]":
-            depth -= 1
-    return "too_nested" if deepest > max_nesting else None
-
-
 # ---------------------------------------------------------------- numbers
 
 _NUMBER = re.compile(

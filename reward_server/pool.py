@@ -114,8 +114,17 @@ class _Worker:
     tasks: int = 0
 
 
-# (answer, reference, the caller's future, when it was queued)
-_Job = tuple[str, str, "asyncio.Future[PoolResult]", float]
+@dataclass
+class _Job:
+    """One queued check. ``deadline`` (``time.perf_counter()``) is when its caller stops
+    waiting: the timeout runs from when the answer arrived, not from when a worker took it."""
+
+    answer: str
+    reference: str
+    fut: asyncio.Future[PoolResult]
+    queued_at: float
+    deadline: float
+    started: bool = False
 
 
 class _WorkerLost(Exception):
@@ -240,9 +249,9 @@ class VerifierPool:
         self._slots = []
         if self._queue is not None:
             while not self._queue.empty():
-                _, _, fut, _ = self._queue.get_nowait()
-                if not fut.done():
-                    fut.set_result(PoolResult(False, "worker_error"))
+                job = self._queue.get_nowait()
+                if not job.fut.done():
+                    job.fut.set_result(PoolResult(False, "worker_error"))
         with self._procs_lock:
             procs = list(self._procs)
         for proc in procs:
@@ -250,13 +259,30 @@ class VerifierPool:
 
     # ------------------------------------------------------------ work
 
-    async def run(self, answer: str, reference: str) -> PoolResult:
-        """Check one pair; a timeout or crashed worker gives ``equal=False``."""
+    async def run(
+        self, answer: str, reference: str, *, deadline: float | None = None
+    ) -> PoolResult:
+        """Check one pair; a timeout or crashed worker gives ``equal=False``.
+
+        ``deadline`` (``time.perf_counter()``; default: now + the timeout) bounds the whole
+        check, waiting for a free worker included: past it the caller gets ``timeout`` (its
+        worker is killed) or ``queue_timeout`` (no worker was free in time; not the answer's
+        fault, so never cached), however long the queue.
+        """
         if self._queue is None or self._closed:
             raise RuntimeError("verification pool is not running")
+        now = time.perf_counter()
+        deadline = now + self._timeout_s if deadline is None else deadline
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((answer, reference, fut, time.perf_counter()))
-        return await fut
+        job = _Job(answer, reference, fut, now, deadline)
+        self._queue.put_nowait(job)
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), max(0.0, deadline - now))
+        except asyncio.TimeoutError:
+            result = PoolResult(False, "timeout" if job.started else "queue_timeout")
+            if not fut.done():
+                fut.set_result(result)  # a slot that takes the job later skips it
+            return fut.result()
 
     async def _run_slot(self, worker: _Worker) -> None:
         assert self._queue is not None
@@ -266,14 +292,14 @@ class VerifierPool:
                 if job is None:  # the worker died while idle: replace it before it is needed
                     worker = await self._replace(worker, "worker_error")
                     continue
-                answer, reference, fut, queued_at = job
-                if fut.done():
-                    continue
+                if job.fut.done():
+                    continue  # its caller's deadline passed while it waited
+                job.started = True
                 try:
-                    worker = await self._check(worker, answer, reference, fut, queued_at)
+                    worker = await self._check(worker, job)
                 except BaseException:
-                    if not fut.done():  # the pool is closing: never leave a caller waiting
-                        fut.set_result(PoolResult(False, "worker_error"))
+                    if not job.fut.done():  # the pool is closing: never leave a caller waiting
+                        job.fut.set_result(PoolResult(False, "worker_error"))
                     raise
                 if self._max_tasks and worker.tasks >= self._max_tasks:
                     worker = await self._replace(worker, "recycle")
@@ -298,30 +324,23 @@ class VerifierPool:
                 get.cancel()  # a cancelled get takes nothing from the queue
         return get.result() if get.done() and not get.cancelled() else None
 
-    async def _check(
-        self,
-        worker: _Worker,
-        answer: str,
-        reference: str,
-        fut: asyncio.Future[PoolResult],
-        queued_at: float,
-    ) -> _Worker:
-        """Answer ``fut`` with one check; returns the worker to use next (a replacement when
+    async def _check(self, worker: _Worker, job: _Job) -> _Worker:
+        """Answer ``job`` with one check; returns the worker to use next (a replacement when
         ``worker`` was lost)."""
         started = time.perf_counter()
+        fut = job.fut
         for run in range(1, _MAX_RUNS_WHEN_LOST + 1):
             try:
-                result = await self._ask(worker, answer, reference)
+                result = await self._ask(worker, job.answer, job.reference, job.deadline)
             except _WorkerLost as lost:
                 # A hung check is the answer's doing: running it again would cost another
                 # timeout. A worker that died under a check usually is not (an operator, the OOM
-                # killer): run it again, while its runs have taken less than one timeout in all,
-                # so that an answer which does kill workers gets no more time than a hung one.
-                spent = time.perf_counter() - started
+                # killer): run it again while the job's deadline allows, so that an answer which
+                # does kill workers gets no more time than a hung one.
                 last = (
                     lost.reason == "timeout"
                     or run == _MAX_RUNS_WHEN_LOST
-                    or spent >= self._timeout_s
+                    or time.perf_counter() >= job.deadline
                 )
                 if last and not fut.done():
                     fut.set_result(PoolResult(False, lost.reason))  # before the restart
@@ -332,11 +351,13 @@ class VerifierPool:
                 continue
             if not fut.done():
                 fut.set_result(result)
-            self._on_timing(started - queued_at, time.perf_counter() - started)
+            self._on_timing(started - job.queued_at, time.perf_counter() - started)
             return worker
         return worker
 
-    async def _ask(self, worker: _Worker, answer: str, reference: str) -> PoolResult:
+    async def _ask(
+        self, worker: _Worker, answer: str, reference: str, deadline: float
+    ) -> PoolResult:
         loop = asyncio.get_running_loop()
         job_id = next(self._ids)
         try:
@@ -347,7 +368,9 @@ class VerifierPool:
         fd = worker.conn.fileno()
         loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
         try:
-            await asyncio.wait_for(readable, self._timeout_s)
+            # The job's deadline, never more than one timeout: the worker is killed past it.
+            wait = min(self._timeout_s, deadline - time.perf_counter())
+            await asyncio.wait_for(readable, max(0.0, wait))
         except asyncio.TimeoutError as exc:
             raise _WorkerLost("timeout") from exc
         finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from reward_server.extract import extract_answer, extract_reference, extract_response
 from reward_server.format import FULL, score_format
@@ -24,7 +25,11 @@ class Scorer:
         self.verifier = verifier
         self._end_tokens = tuple(settings.extra_end_tokens)
 
-    async def score(self, query: str, prompt: str | None, label: Label) -> ItemScore:
+    async def score(
+        self, query: str, prompt: str | None, label: Label, *, deadline: float | None = None
+    ) -> ItemScore:
+        """Score one completion; ``deadline`` (``time.perf_counter()``) bounds its symbolic
+        check (default: one verification timeout from now)."""
         response = extract_response(query, prompt, self._end_tokens)
         fmt = score_format(response, strict=self.settings.strict_format)
         answer = extract_answer(response)
@@ -42,7 +47,7 @@ class Scorer:
         elif self.settings.accuracy_requires_format and fmt.score < FULL:
             reason = "format_not_met"
         else:
-            verdict = await self.verifier.check(answer, reference)
+            verdict = await self.verifier.check(answer, reference, deadline=deadline)
             equal, reason = verdict.equal, verdict.reason
         accuracy = ACCURACY if equal else 0.0
         return ItemScore(
@@ -59,7 +64,12 @@ class Scorer:
     async def score_batch(
         self, queries: list[str], prompts: list[str] | None, labels: list[Label]
     ) -> list[ItemScore]:
-        """Score items concurrently (symbolic checks of a batch run in parallel workers)."""
+        """Score items concurrently (symbolic checks of a batch run in parallel workers). Every
+        item's deadline is one verification timeout from now, when the batch arrived: however
+        many answers wait for a worker, none takes longer than that."""
+        deadline = time.perf_counter() + self.settings.verify_timeout_s
         prompt_list: list[str | None] = [None] * len(queries) if prompts is None else list(prompts)
         items = zip(queries, prompt_list, labels, strict=True)
-        return list(await asyncio.gather(*(self.score(q, p, lab) for q, p, lab in items)))
+        return list(
+            await asyncio.gather(*(self.score(q, p, lab, deadline=deadline) for q, p, lab in items))
+        )

@@ -20,6 +20,8 @@ from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
 from math_verify import LatexExtractionConfig, parse, verify
 from sympy import Basic, Expr, Float, I, Pow, Rational, Symbol, UnevaluatedExpr
 
+from reward_server.policy import equation_sides
+
 log = logging.getLogger(__name__)
 
 # Quiet the per-call "timeout is disabled" warning of math-verify: the pool enforces timeouts.
@@ -140,14 +142,13 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
     An answer written as a calculation (``20 - 8 = 12``) against a plain reference counts only
     when every step holds and the last side is the reference: a false equation is no answer.
     """
-    if "=" in answer and "=" not in reference and "," not in answer:
-        sides = [s.strip() for s in answer.split("=")]
-        if all(sides):
-            for left, right in itertools.pairwise(sides):
-                equal, reason = _one_symbolic(left, right)
-                if not equal:
-                    return False, "false_equation" if reason == "not_equivalent" else reason
-            return _one_symbolic(sides[-1], reference)
+    sides = equation_sides(answer) if "=" not in reference else None
+    if sides is not None and len(sides) > 1 and all(sides):
+        for left, right in itertools.pairwise(sides):
+            equal, reason = _one_symbolic(left, right)
+            if not equal:
+                return False, "false_equation" if reason == "not_equivalent" else reason
+        return _one_symbolic(sides[-1], reference)
     return _one_symbolic(answer, reference)
 
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reward_server import policy
+from reward_server.guard import bomb, complexity_violation
 from reward_server.normalize import (
     canonical,
-    complexity_violation,
     fast_equivalent,
     parse_number,
     text_form,
@@ -78,12 +78,14 @@ class Verifier:
         or decided exactly), else the (answer, reference) pair the pool must decide."""
         for text, who in ((answer, "answer"), (reference, "reference")):
             problem = complexity_violation(text, self._max_chars, self._max_nesting)
+            problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
             if problem is not None:
                 return Verdict(False, f"{who}_{problem}")
         return decide(canonical(answer), canonical(reference))
 
-    async def check(self, answer: str, reference: str) -> Verdict:
-        """Verdict for one (answer, reference) pair."""
+    async def check(self, answer: str, reference: str, *, deadline: float | None = None) -> Verdict:
+        """Verdict for one (answer, reference) pair; ``deadline`` (``time.perf_counter()``)
+        bounds a symbolic check, waiting for a worker included (default: one timeout)."""
         key = self.precheck(answer, reference)
         if isinstance(key, Verdict):
             return key
@@ -103,7 +105,7 @@ class Verifier:
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            result = await self._pool.run(key[0], key[1])
+            result = await self._pool.run(key[0], key[1], deadline=deadline)
         except asyncio.CancelledError:
             fut.set_result(PoolResult(False, "worker_error"))  # release the followers
             raise
@@ -120,8 +122,8 @@ class Verifier:
         return Verdict(result.equal, result.reason)
 
     def _cacheable(self, key: tuple[str, str], result: PoolResult) -> bool:
-        if result.reason == "worker_error":
-            return False
+        if result.reason in ("worker_error", "queue_timeout"):
+            return False  # the machine's state, not the answer's: ask again next time
         if result.reason != "timeout":
             return True
         if key in self._timed_out_once:

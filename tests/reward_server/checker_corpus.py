@@ -431,6 +431,8 @@ PAIRS: list[Pair] = [
             ("3x+2y", "2y+3x", Y, "reordered terms"),
             ("2(x+3)", "2x+6", Y, "distributed"),
             ("2(x+3)", "2x+3", N, "not distributed"),
+            ("\\sum_{k=1}^{3} k", "6", Y, "the bound k=1 is not an equation"),
+            ("\\sum_{k=1}^{4} k", "6", N, "the sum is 10"),
         ],
     ),
     *_group(

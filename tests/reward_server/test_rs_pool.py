@@ -235,13 +235,49 @@ def test_a_busy_worker_killed_runs_the_check_again_within_one_timeout() -> None:
                 seen.add(pid)
             result = await hung
             elapsed = time.perf_counter() - t0
-            assert (result.equal, result.reason) == (False, "worker_error")
-            # Never cut by its own 2 s timeout (each run lived 0.3 s): stopped by the budget.
-            assert 2.0 <= elapsed < 3.5 and 3 <= kills < 10, (elapsed, kills)
-            assert restarts == ["worker_error"] * kills and len(reruns) == kills - 1
+            # Never cut by one run's 2 s timeout (each run lived 0.3 s): stopped by the answer's
+            # deadline, 2 s after it arrived (its caller's wait and the last run end together).
+            assert not result.equal and result.reason in ("worker_error", "timeout"), result
+            assert 2.0 <= elapsed < 2.5 and 3 <= kills < 10, (elapsed, kills)
+            # Each kill cost a restart and a re-run; the run alive at the deadline is killed too.
+            assert restarts[:kills] == ["worker_error"] * kills, restarts
+            assert set(restarts[kills:]) <= {"timeout"} and len(reruns) in (kills - 1, kills)
             # The pool is whole again and serves.
             assert (await pool.run("\\frac{2}{4}", "0.5")).equal
             assert len(pool._procs) == 1
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+
+
+def test_the_deadline_runs_from_arrival_not_from_when_a_worker_is_free() -> None:
+    """Five hung answers queued on one worker: each caller has its answer within the timeout
+    (+0.5 s) of its arrival, not after the checks queued before it ran out their own
+    timeouts (5 s for the last one when the timeout started at pick-up)."""
+
+    async def main() -> None:
+        pool = _pool(size=1, timeout_s=1.0)
+        await pool.start()
+        try:
+            t0 = time.perf_counter()
+
+            async def timed() -> tuple[str, float]:
+                result = await pool.run(HANG, "1")
+                return result.reason, time.perf_counter() - t0
+
+            results = await asyncio.gather(*(timed() for _ in range(5)))
+            assert max(t for _, t in results) < 1.5, results
+            # The first hung the worker; the rest never got one: not the answer's fault.
+            assert sorted(r for r, _ in results) == ["queue_timeout"] * 4 + ["timeout"]
+            # The replacement serves at once, and an explicit deadline is honoured.
+            for _ in range(100):
+                if len(pool._procs) == 1 and pool._slots and pool.ready:
+                    break
+                await asyncio.sleep(0.05)
+            t1 = time.perf_counter()
+            late = await pool.run(HANG, "1", deadline=t1 + 0.3)
+            assert late.reason == "timeout" and time.perf_counter() - t1 < 0.8
         finally:
             await pool.close()
 
