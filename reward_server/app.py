@@ -4,6 +4,7 @@
 ``/readyz`` turns ready once the workers are warm) and kills every worker on shutdown.
 """
 
+import asyncio
 import hmac
 import logging
 import time
@@ -17,9 +18,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reward_server.extract import extract_reference
 from reward_server.metrics import Metrics, exposition, process_exited
 from reward_server.pool import VerifierPool
 from reward_server.schemas import (
+    EquivalentRequest,
+    EquivalentResponse,
+    EquivalentVerdict,
     ErrorResponse,
     ExtraLogs,
     RewardRequest,
@@ -215,21 +220,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 headers={"WWW-Authenticate": "Bearer"},
             )
 
-    async def read_request(request: Request) -> RewardRequest:
+    async def parse_body(request: Request, model: type[Any]) -> Any:
         """Parse the JSON body whatever its Content-Type (curl -d sends form-urlencoded), with
         pydantic's errors turned into one clear 422."""
         try:
-            return RewardRequest.model_validate_json(await request.body())
+            return model.model_validate_json(await request.body())
         except ValidationError as exc:
             raise RequestValidationError(
                 [{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]
             ) from None
 
-    def check_batch(body: RewardRequest) -> None:
-        if len(body.query) > settings.max_batch_size:
+    async def read_request(request: Request) -> RewardRequest:
+        return await parse_body(request, RewardRequest)
+
+    async def read_pairs(request: Request) -> EquivalentRequest:
+        return await parse_body(request, EquivalentRequest)
+
+    def check_batch(n: int) -> None:
+        if n > settings.max_batch_size:
             raise HTTPException(
                 413,
-                f"batch of {len(body.query)} items exceeds the limit of "
+                f"batch of {n} items exceeds the limit of "
                 f"{settings.max_batch_size} (GTPO_RS_MAX_BATCH_SIZE)",
             )
 
@@ -257,7 +268,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def score_counted(body: RewardRequest) -> list[Any]:
         """Both scoring routes: limits checked, items scored in order, verdicts counted."""
-        check_batch(body)
+        check_batch(len(body.query))
         items = await scorer.score_batch(body.query, body.prompts, body.labels)
         _count(metrics, items)
         return items
@@ -293,6 +304,38 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Same scoring as /get_reward with the full verdict of every item."""
         return ScoreResponse(results=await score_counted(body))
 
+    @app.post(
+        "/v1/equivalent",
+        response_model=EquivalentResponse,
+        dependencies=[Depends(require_token)],
+        responses=errors,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": EquivalentRequest.model_json_schema()}},
+            }
+        },
+    )
+    async def equivalent(
+        body: Annotated[EquivalentRequest, Depends(read_pairs)],
+    ) -> EquivalentResponse:
+        """Answer/reference pairs in, verdicts out: the checker behind the accuracy reward, with
+        the same answer policy, cost guard and deadline (what ``gtpo eval`` groups maj@k by)."""
+        check_batch(len(body.pairs))
+        deadline = time.perf_counter() + settings.verify_timeout_s  # from the batch's arrival
+
+        async def one(answer: str, label: str) -> EquivalentVerdict:
+            reference = extract_reference(label)
+            if not answer.strip():
+                return EquivalentVerdict(equivalent=False, reason="empty_answer")
+            if reference is None:
+                return EquivalentVerdict(equivalent=False, reason="no_reference")
+            verdict = await verifier.check(answer, reference, deadline=deadline)
+            return EquivalentVerdict(equivalent=verdict.equal, reason=verdict.reason)
+
+        results = await asyncio.gather(*(one(p.answer, p.reference) for p in body.pairs))
+        return EquivalentResponse(results=list(results))
+
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         """The process is alive and serving HTTP."""
@@ -316,7 +359,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-_ROUTES = frozenset({"/get_reward", "/v1/score", "/healthz", "/readyz", "/metrics"})
+_ROUTES = frozenset(
+    {"/get_reward", "/v1/score", "/v1/equivalent", "/healthz", "/readyz", "/metrics"}
+)
 
 
 def _count(metrics: Metrics, items: list[Any]) -> None:

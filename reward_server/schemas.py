@@ -1,4 +1,5 @@
-"""Request and response models: OpenRLHF's remote reward protocol and the richer ``/v1/score``.
+"""Request and response models: OpenRLHF's remote reward protocol, the richer ``/v1/score`` and
+``/v1/equivalent`` (answer/reference pairs).
 
 OpenRLHF 0.11 (``SingleTurnAgentExecutor._fetch_rewards_via_http``) posts
 ``{"query": [...], "prompts": [...], "labels": [...]}`` — one sample per request, many requests
@@ -96,6 +97,39 @@ class ItemScore(BaseModel):
 
 class ScoreResponse(BaseModel):
     results: list[ItemScore]
+
+
+class Pair(BaseModel):
+    """One answer and the reference it is checked against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(..., description="An answer as written (``\\boxed{}``/``$`` allowed).")
+    reference: str = Field(
+        ..., description="A bare answer, or a dataset label (GSM8K ``#### 72``, MATH solution)."
+    )
+
+
+class EquivalentRequest(BaseModel):
+    """Pairs to check; the verdicts come back in the same order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pairs: list[Pair]
+
+
+class EquivalentVerdict(BaseModel):
+    equivalent: bool = Field(..., description="True only when ``reason`` is ``equivalent``.")
+    reason: str = Field(
+        ...,
+        description="equivalent, not_equivalent, empty_answer, no_reference, hedged_answer, "
+        "negated_answer, multiplier_word, unit_mismatch, false_equation, answer_huge_exponent, "
+        "timeout, queue_timeout, ...",
+    )
+
+
+class EquivalentResponse(BaseModel):
+    results: list[EquivalentVerdict]
 
 
 class ErrorResponse(BaseModel):

@@ -32,7 +32,9 @@ def test_health_ready_and_openapi(server) -> None:
     ready = httpx.get(server.url + "/readyz")
     assert ready.status_code == 200 and ready.json() == {"status": "ready", "workers": 2}
     paths = httpx.get(server.url + "/openapi.json").json()["paths"]
-    assert {"/get_reward", "/v1/score", "/healthz", "/readyz", "/metrics"} <= set(paths)
+    assert {"/get_reward", "/v1/score", "/v1/equivalent", "/healthz", "/readyz", "/metrics"} <= set(
+        paths
+    )
 
 
 CASES = [

@@ -76,7 +76,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         "--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model (default 1)"
     )
     parser.add_argument(
-        "--score-batch-size", type=int, default=64, help="items per /v1/score request"
+        "--score-batch-size",
+        type=int,
+        default=64,
+        help="items per /v1/score or /v1/equivalent request",
     )
     parser.add_argument(
         "--score-concurrency", type=int, default=8, help="requests in flight (default 8)"
@@ -132,7 +135,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         help="pass@k and maj@k of checkpoints, scored by the reward server",
         description="Sample n completions per prompt (temperature 1.0), score them with the "
         "reward server's /v1/score, and report pass@k (unbiased), maj@k (exact over all "
-        "k-subsets, answers grouped by the server's equivalence), format rate and mean "
+        "k-subsets, answers grouped by the server's /v1/equivalent), format rate and mean "
         "reward as results.json, results.md and passk.png. Generations are cached: an "
         "interrupted run resumes.",
     )

@@ -1,11 +1,9 @@
-"""Client of the reward server's ``POST /v1/score``: concurrent batches, retries, and answer
-equivalence as the server judges it.
+"""Client of the reward server: ``POST /v1/score`` in concurrent batches with retries, and
+answer equivalence as the server judges it (``POST /v1/equivalent``).
 
 Evaluation is scored by the same service that produced the training rewards, so "correct" means
-the same thing in both. The server has no pairwise-equivalence route; ``/v1/score`` answers it
-anyway: the response ``<reasoning></reasoning><answer>A</answer>`` scored against the label B is
-``equivalent`` exactly when the server's verifier holds A equivalent to B (the synthetic response
-has the full format, so the format gate never interferes).
+the same thing in both, and maj@k groups a prompt's answers with the same checker: the same
+answer policy, cost guard and deadline.
 
 Standard library HTTP (urllib): the client adds no dependency.
 """
@@ -32,11 +30,6 @@ NON_VOTING = frozenset({"no_answer_block", "empty_answer", "format_not_met"})
 
 class RewardServerError(RuntimeError):
     """The reward server is unreachable or refused a request."""
-
-
-def equivalence_query(answer: str) -> str:
-    """A well-formed response whose answer block is ``answer`` (for pairwise checks)."""
-    return f"<reasoning></reasoning><answer>{answer}</answer>"
 
 
 class RewardClient:
@@ -163,13 +156,25 @@ class RewardClient:
                 bar.update(len(batch))
         return out
 
+    def equivalent(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        """One ``/v1/equivalent`` request: the server's verdict (``equivalent``, ``reason``) on
+        each (answer, reference) pair, in order."""
+        payload = {"pairs": [{"answer": a, "reference": r} for a, r in pairs]}
+        results = self._request("/v1/equivalent", payload).get("results")
+        if not isinstance(results, list) or len(results) != len(pairs):
+            raise RewardServerError(
+                f"{self.url}/v1/equivalent returned {len(results or [])} results for "
+                f"{len(pairs)} pairs: is the URL a GTPO reward server (with /v1/equivalent)?"
+            )
+        return results
+
     def find_match(self, answer: str, representatives: Sequence[str]) -> int | None:
         """Index of the first representative the server holds ``answer`` equivalent to."""
         for start in range(0, len(representatives), self.batch_size):
             reps = representatives[start : start + self.batch_size]
-            results = self.score_batch([equivalence_query(answer)] * len(reps), None, list(reps))
+            results = self.equivalent([(answer, rep) for rep in reps])
             for offset, item in enumerate(results):
-                if item.get("reason") == "equivalent":
+                if item.get("equivalent") is True:
                     return start + offset
         return None
 
