@@ -38,6 +38,7 @@ _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a 
 # taken the timeout in all): an answer that does crash workers costs a few restarts, then
 # scores 0 as ``worker_error``.
 _MAX_RUNS_WHEN_LOST = 10
+WORKER_NICENESS = 5  # added to a verification worker's nice value (lower CPU priority)
 PROCESS_NAME = "gtpo-rs-verify"  # what ps/top show for a verification worker (Linux)
 
 
@@ -69,6 +70,11 @@ def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memo
     """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason)."""
     die_with_parent()
     _name_process(PROCESS_NAME)
+    # Checks are batch work; the server's event loop is what keeps every answer's deadline.
+    # On a busy machine it must win the CPU, or a burst of slow checks delays even the answers
+    # the cost guard refuses at once.
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     # Ctrl-C reaches the whole process group; shutting workers down is the parent's job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if memory_mb > 0:
