@@ -25,6 +25,10 @@ STANDINS = Path(__file__).resolve().parents[1] / "standins"
 NEEDS_STANDINS = [m for m in ("flash_attn", "vllm") if importlib.util.find_spec(m) is None]
 if NEEDS_STANDINS and str(STANDINS) not in sys.path:
     sys.path.append(str(STANDINS))
+# fit_harness.py is imported by test_orl_fit.py as a top-level module (--import-mode=importlib
+# does not put test folders on sys.path).
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 
 # Minimal valid command line for train_ppo_ray under GTPO (OpenRLHF's own defaults otherwise).
 BASE_ARGV = [

@@ -71,6 +71,9 @@ def test_gtpo_flags_arrive_in_hierarchized_args(openrlhf_args):
         "--gtpo.no_conflict",
         "--gtpo.collapse_patience",
         "7",
+        "--gtpo.h_ini_prompts",
+        "20",
+        "--gtpo.reward_timeout=60",
     )
     assert vars(args.gtpo) == {
         "algo": "gtpo",
@@ -79,6 +82,8 @@ def test_gtpo_flags_arrive_in_hierarchized_args(openrlhf_args):
         "no_conflict": True,
         "entropy_filter": "off",
         "h_ini": 0.42,
+        "h_ini_prompts": 20,
+        "reward_timeout": 60.0,
         "collapse_patience": 7,
     }
     # OpenRLHF does `loss -= entropy * coef`; Eq. 7 subtracts γ⟨H⟩ from the objective.
@@ -89,7 +94,21 @@ def test_defaults_follow_the_paper(openrlhf_args):
     args = openrlhf_args()
     assert args.gtpo.gamma == 0.1 and args.gtpo.conflict_weight == 2.0
     assert args.gtpo.entropy_filter == "auto" and args.gtpo.h_ini is None
+    assert args.gtpo.h_ini_prompts == 100  # Sec. 4.2: the first 100 training prompts
     assert args.actor.entropy_coef == pytest.approx(-0.1)
+    # Eq. 7 averages each completion's tokens first (1/|o_i|), then the completions.
+    assert args.actor.loss_agg_mode == "seq-mean-token-mean"
+
+
+def test_explicit_token_mean_is_kept_with_a_warning(openrlhf_args, caplog):
+    with caplog.at_level(logging.WARNING, logger="gtpo"):
+        args = openrlhf_args("--actor.loss_agg_mode", "token-mean")
+    assert args.actor.loss_agg_mode == "token-mean"
+    assert "Pass --actor.loss_agg_mode seq-mean-token-mean to match the paper" in caplog.text
+
+
+def test_grpo_baseline_keeps_openrlhf_loss_aggregation(openrlhf_args):
+    assert openrlhf_args("--gtpo.algo", "grpo").actor.loss_agg_mode == "token-mean"
 
 
 def test_gamma_zero_turns_openrlhf_entropy_term_off(openrlhf_args):
@@ -124,6 +143,8 @@ def test_openrlhf_flags_pass_through_untouched(run_orl, base_argv):
             "no_conflict",
             "entropy_filter",
             "h_ini",
+            "h_ini_prompts",
+            "reward_timeout",
             "collapse_patience",
         )
     }
@@ -157,6 +178,14 @@ REFUSED = {
     "entropy_coef": (["--actor.entropy_coef", "0.01"], "Remove --actor.entropy_coef"),
     "negative_gamma": (["--gtpo.gamma", "-0.1"], "must be a finite number >= 0"),
     "bad_h_ini": (["--gtpo.h_ini", "nan"], "leave the flag out to measure it"),
+    "gspo": (["--actor.policy_loss_type", "gspo"], "Drop --actor.policy_loss_type"),
+    "multi_turn_agent": (
+        ["--train.agent_func_path", "agent.py"],
+        "Drop --train.agent_func_path",
+    ),
+    "no_h_ini_prompts": (["--gtpo.h_ini_prompts", "0"], "at least one prompt"),
+    "reward_timeout_zero": (["--gtpo.reward_timeout", "0"], "number of seconds > 0"),
+    "reward_timeout_nan": (["--gtpo.reward_timeout", "nan"], "number of seconds > 0"),
 }
 
 
@@ -222,9 +251,17 @@ def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):
 
 def test_launcher_restores_openrlhf_names(openrlhf_args):
     from openrlhf.trainer import ppo_trainer
-    from openrlhf.trainer.ray import ppo_actor
+    from openrlhf.trainer.ray import ppo_actor, vllm_engine
     from openrlhf.utils import config
 
-    before = (config.hierarchize, ppo_trainer.PPOTrainer, ppo_actor.PolicyModelActor)
+    def names():
+        return (
+            config.hierarchize,
+            ppo_trainer.PPOTrainer,
+            ppo_actor.PolicyModelActor,
+            vllm_engine.RolloutRayActor,
+        )
+
+    before = names()
     openrlhf_args()
-    assert (config.hierarchize, ppo_trainer.PPOTrainer, ppo_actor.PolicyModelActor) == before
+    assert names() == before

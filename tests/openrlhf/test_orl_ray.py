@@ -120,6 +120,10 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
         SimpleNamespace(args=args),
         SimpleNamespace(pad_token_id=0),
     )
+    # H_ini first (GTPOPPOTrainer.measure_h_ini does this before the first rollout): the same
+    # forward on the policy workers, nothing else.
+    h_ini = maker.completion_entropies(rollout())
+    maker.h_ini = float(h_ini.mean())
     experiences = maker.make_experience_batch(rollout())
     assert len(experiences) == 3  # 12 samples in micro-batches of 5: groups straddle
 
@@ -138,7 +142,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
         entropy = token_entropy(output["logits"])[:, :-1][:, -e.action_mask.shape[1] :]
         expected.append(completion_entropy(entropy, e.action_mask.bool()))
     expected = torch.cat(expected)
-    assert maker.h_ini == pytest.approx(float(expected.mean()), rel=1e-4)
+    torch.testing.assert_close(h_ini, expected, rtol=1e-4, atol=1e-6)
     assert maker.metrics["gtpo/entropy_mean"] == pytest.approx(float(expected.mean()), rel=1e-4)
     assert maker.metrics["gtpo/h_ini"] == maker.h_ini
     assert set(maker.metrics) == {

@@ -4,10 +4,10 @@
 
 OpenRLHF builds its parser inline under `if __name__ == "__main__"` and parses strictly, so the
 launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3)
-rebinds three names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
-and check the GTPO flags), `PPOTrainer` and `PolicyModelActor` (to the Ray actor subclasses of
-`gtpo.openrlhf.actors`) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No OpenRLHF
-file is modified; the rebinding is undone when training returns.
+rebinds four names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
+and check the GTPO flags), `PPOTrainer`, `PolicyModelActor` and `RolloutRayActor` (to the Ray
+actor subclasses of `gtpo.openrlhf.actors`) — and (4) runs `openrlhf.cli.train_ppo_ray` as
+`__main__`. No OpenRLHF file is modified; the rebinding is undone when training returns.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from gtpo.openrlhf.flags import (
     GTPOConfigError,
     build_parser,
     configure,
+    given_flags,
     parse_gtpo_flags,
     split_argv,
 )
+from gtpo.openrlhf.rewards import RewardServiceUnavailable, root_message
 
 logger = logging.getLogger(__name__)
 
@@ -35,15 +37,18 @@ TARGET = "openrlhf.cli.train_ppo_ray"
 
 
 @contextmanager
-def installed(gtpo_flags: argparse.Namespace) -> Iterator[None]:
-    """Rebind OpenRLHF's hierarchize, PPOTrainer and PolicyModelActor for the duration.
+def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ()) -> Iterator[None]:
+    """Rebind OpenRLHF's hierarchize and Ray actor classes for the duration.
 
     `gtpo_flags` is the flat namespace of `parse_gtpo_flags` (dests like "gtpo.gamma"); the
     wrapped hierarchize merges it into OpenRLHF's flat namespace so OpenRLHF's own hierarchize
-    nests it as args.gtpo, then `flags.configure` refuses contradicting settings and sets −γ.
+    nests it as args.gtpo, then `flags.configure` refuses contradicting settings and sets what
+    GTPO owns (−γ, and the loss aggregation unless `openrlhf_argv` names it).
+    PPOTrainer, PolicyModelActor and the vLLM RolloutRayActor become GTPO's subclasses; the
+    rollout actor is handed --gtpo.reward_timeout (create_vllm_engines builds its arguments).
     """
     from openrlhf.trainer import ppo_trainer
-    from openrlhf.trainer.ray import ppo_actor
+    from openrlhf.trainer.ray import ppo_actor, vllm_engine
     from openrlhf.utils import config
 
     from gtpo.openrlhf import actors
@@ -55,13 +60,18 @@ def installed(gtpo_flags: argparse.Namespace) -> Iterator[None]:
         if clash:
             raise GTPOConfigError(f"OpenRLHF already defines {sorted(clash)}; rename the flags")
         nested = original_hierarchize(argparse.Namespace(**vars(args), **vars(gtpo_flags)))
-        configure(nested)
+        configure(nested, given_flags(openrlhf_argv))
         return nested
 
     bindings = [
         (config, "hierarchize", hierarchize),
         (ppo_trainer, "PPOTrainer", actors.GTPOPPOTrainerActor),
         (ppo_actor, "PolicyModelActor", actors.GTPOPolicyModelRayActor),
+        (
+            vllm_engine,
+            "RolloutRayActor",
+            actors.RolloutActorFactory(getattr(gtpo_flags, "gtpo.reward_timeout")),
+        ),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in bindings]
     for module, name, value in bindings:
@@ -92,11 +102,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     saved_argv = sys.argv
     sys.argv = ["gtpo-openrlhf", *openrlhf_argv]
     try:
-        with installed(gtpo_flags):
+        with installed(gtpo_flags, openrlhf_argv):
             runpy.run_module(TARGET, run_name="__main__", alter_sys=False)
     except GTPOConfigError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
+    except RewardServiceUnavailable as exc:
+        # Raised in a rollout actor and re-raised through Ray, whose errors keep the class of
+        # their cause; the message is the cause's, without Ray's tracebacks.
+        logger.error("training stopped: %s", root_message(exc))
+        raise SystemExit(1) from None
     finally:
         sys.argv = saved_argv
 

@@ -14,10 +14,13 @@ classes at the bottom of this file before `train_ppo_ray` reads them.
 - `GTPOPPOTrainer` (the single controller): uses that experience maker, logs the gtpo/* metrics,
   keeps H_ini in checkpoints and watches the entropy.
 - `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean.
+- `GTPORolloutActor` (the vLLM engine actor): its agent executor retries the reward server for
+  up to --gtpo.reward_timeout seconds and stops the run if it stays down (`rewards.py`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -28,13 +31,16 @@ from openrlhf.models.ring_attn_utils import gather_and_pad_tensor
 from openrlhf.trainer import ppo_trainer as _ppo_trainer
 from openrlhf.trainer.ppo_utils import experience_maker as _experience_maker
 from openrlhf.trainer.ray import ppo_actor as _ppo_actor
+from openrlhf.trainer.ray import vllm_engine as _vllm_engine
+from openrlhf.utils.agent import SingleTurnAgentExecutor
 from openrlhf.utils.logging_utils import init_logger
 from openrlhf.utils.loss_utils import get_loss_batch_info
 
-from gtpo import completion_entropy, token_entropy
+from gtpo import LN2, completion_entropy, token_entropy
 from gtpo.openrlhf import enable_logging, state
 from gtpo.openrlhf.flags import GTPOSettings
 from gtpo.openrlhf.hook import apply_gtpo
+from gtpo.openrlhf.rewards import RewardServiceUnavailable, post_with_retry
 
 logger = init_logger(__name__)
 
@@ -231,21 +237,40 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
         self._rollout_entropy, self._forward_entropy = self._forward_entropy, None
         return experiences
 
+    def completion_entropies(self, rollout_samples: list[Any]) -> torch.Tensor:
+        """⟨H⟩_i of each sample under the current policy: the policy actors' forward only. [N].
+
+        Used for H_ini: the same forward, split and dispatch as make_experience, without the
+        reference, critic or KL work.
+        """
+        self._forward_entropy = None
+        samples_list = self.split_rollout_samples(rollout_samples)
+        args = self.strategy.args
+        ref = self._dispatch_forward(
+            self.actor_model_group,
+            args.train.colocate_all or args.train.colocate_actor_ref,
+            sequences=[s.sequences for s in samples_list],
+            action_mask=[s.action_mask for s in samples_list],
+            attention_mask=[s.attention_mask for s in samples_list],
+        )
+        self._flatten_results(ref, args.ds.ring_attn_size * args.ds.tensor_parallel_size)
+        entropies, self._forward_entropy = self._forward_entropy, None
+        if entropies is None:
+            raise RuntimeError(
+                "the policy actors did not return completion entropies; the actor group must be "
+                "built from gtpo.openrlhf.actors (start training with gtpo-openrlhf)"
+            )
+        return torch.cat(entropies).float()
+
     def compute_advantages_and_returns(self, experiences):
         experiences = super().compute_advantages_and_returns(experiences)
         entropies, self._rollout_entropy = self._rollout_entropy, None
         if entropies is None:
             raise RuntimeError("compute_advantages_and_returns called without make_experience")
         if self.h_ini is None:
-            # The first rollout's forward runs before any update: the paper's "before training".
-            self.h_ini = float(torch.cat(entropies).float().mean())
-            logger.info(
-                "GTPO: H_ini = %.4f nats on the first rollout (%d completions, ln 2 = 0.6931): %s",
-                self.h_ini,
-                sum(e.numel() for e in entropies),
-                "below ln 2, Eq. 6 filters completions with ⟨H⟩ > ln 2"
-                if self.h_ini < 0.6931471805599453
-                else "at or above ln 2, Eq. 6 keeps every completion",
+            raise RuntimeError(
+                "H_ini is unknown: GTPOPPOTrainer measures it (or restores it) before the first "
+                "rollout; this experience maker was used without that trainer"
             )
         metrics = apply_gtpo(
             experiences,
@@ -282,8 +307,60 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
 
     def init_checkpoint_states(self):
         states = super().init_checkpoint_states()
-        self.experience_maker.h_ini = state.restore_h_ini(states, self.gtpo.h_ini)
+        h_ini = state.restore_h_ini(states, self.gtpo.h_ini)
+        if h_ini is None:
+            if states.get("global_step", 0) > 0:
+                # fit() syncs the resumed weights to the rollout engines only after this call.
+                self.broadcast_to_vllm()
+            h_ini = self.measure_h_ini()
+        self.experience_maker.h_ini = h_ini
         return states
+
+    def measure_h_ini(self) -> float:
+        """H_ini of Eq. 6: mean ⟨H⟩ over the first --gtpo.h_ini_prompts training prompts.
+
+        Runs before the first update, as in the paper (Sec. 4.2: the first 100 training prompts).
+        The prompts come from a fresh pass of the training dataloader (the same order the first
+        rollouts will see), G completions each through the rollout engines and the reward path
+        like any rollout; the entropies come from the policy actors' forward.
+        """
+        started = time.perf_counter()
+        wanted = self.gtpo.h_ini_prompts
+        sleep = self.args.vllm.enable_sleep
+        if sleep:
+            _vllm_engine.batch_vllm_engine_call(self.vllm_engines, "wake_up")
+        try:
+            samples, prompts, _ = self.samples_generator._generate_vllm(
+                dataloader_iter=iter(self.prompts_dataloader),
+                num_prompts=wanted,
+                dynamic_filtering=False,
+                **self.generate_kwargs,
+            )
+        finally:
+            if sleep:
+                _vllm_engine.batch_vllm_engine_call(self.vllm_engines, "sleep")
+        if not samples:
+            raise RuntimeError("the prompt dataset is empty: there is nothing to measure H_ini on")
+        h_ini = float(self.experience_maker.completion_entropies(samples).mean())
+        logger.info(
+            "GTPO: H_ini = %.4f nats measured on %d prompts × %d completions in %.1f s "
+            "(ln 2 = %.4f): %s",
+            h_ini,
+            prompts,
+            len(samples) // max(prompts, 1),
+            time.perf_counter() - started,
+            LN2,
+            "below ln 2, Eq. 6 filters completions with ⟨H⟩ > ln 2"
+            if h_ini < LN2
+            else "at or above ln 2, Eq. 6 keeps every completion",
+        )
+        if prompts < wanted:
+            logger.warning(
+                "GTPO: the dataset has %d prompts, fewer than --gtpo.h_ini_prompts %d",
+                prompts,
+                wanted,
+            )
+        return h_ini
 
     def train_step(self, rollout_samples, global_step):
         status, global_step = super().train_step(rollout_samples, global_step)
@@ -305,6 +382,54 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         return super().save_best_checkpoint(eval_metrics, global_step, client_states)
 
 
+class RetryingRewardExecutor(SingleTurnAgentExecutor):
+    """OpenRLHF's single-turn executor whose HTTP reward call outlasts a server restart.
+
+    OpenRLHF's `execute` swallows any error of the reward call and returns the sample with
+    reward None; here the call retries for up to `reward_timeout` seconds (`post_with_retry`)
+    and a sample that still has no reward stops the run with RewardServiceUnavailable.
+    """
+
+    def __init__(self, remote_rm_url: Any, reward_timeout: float) -> None:
+        super().__init__(remote_rm_url)
+        self.reward_timeout = reward_timeout
+        self.last_failure: str | None = None
+
+    async def _fetch_rewards_via_http(self, queries_list, prompts_list, labels_list):
+        payload = {"query": queries_list, "prompts": prompts_list, "labels": labels_list}
+        try:
+            return [await post_with_retry(self.reward_endpoints, payload, self.reward_timeout)]
+        except RewardServiceUnavailable as exc:
+            self.last_failure = str(exc)
+            raise
+
+    async def execute(self, *args: Any, **kwargs: Any) -> dict:
+        output = await super().execute(*args, **kwargs)
+        if self.reward_endpoints and self.reward_func is None and output.get("reward") is None:
+            raise RewardServiceUnavailable(
+                self.last_failure or f"no reward from {', '.join(self.reward_endpoints)}"
+            )
+        return output
+
+
+class GTPORolloutActor(_vllm_engine.RolloutRayActor.__ray_actor_class__):
+    """OpenRLHF's vLLM rollout actor with the retrying reward executor."""
+
+    async def __init__(
+        self,
+        *args: Any,
+        remote_rm_url: Any = None,
+        agent_func_path: str | None = None,
+        reward_timeout: float = 300.0,
+        **kwargs: Any,
+    ) -> None:
+        await super().__init__(
+            *args, remote_rm_url=remote_rm_url, agent_func_path=agent_func_path, **kwargs
+        )
+        if remote_rm_url and not agent_func_path:
+            self.executor = RetryingRewardExecutor(remote_rm_url, reward_timeout)
+
+
 def _remote_like(original: Any, cls: type) -> Any:
     """ray.remote(cls) with the resource options OpenRLHF declared on `original`."""
     options = dict(getattr(original, "_default_options", None) or {})
@@ -315,3 +440,26 @@ def _remote_like(original: Any, cls: type) -> Any:
 # openrlhf.trainer.ray.ppo_actor.PolicyModelActor.
 GTPOPPOTrainerActor = _remote_like(_ppo_trainer.PPOTrainer, GTPOPPOTrainer)
 GTPOPolicyModelRayActor = _remote_like(_ppo_actor.PolicyModelActor, GTPOPolicyModelActor)
+GTPORolloutRayActor = _remote_like(_vllm_engine.RolloutRayActor, GTPORolloutActor)
+
+
+class RolloutActorFactory:
+    """What the launcher puts in place of vllm_engine.RolloutRayActor, in the driver only.
+
+    create_vllm_engines calls `RolloutRayActor.options(...).remote(**actor_kwargs)` with
+    arguments it builds itself; this adds `reward_timeout` to them.
+    """
+
+    def __init__(self, reward_timeout: float) -> None:
+        self.reward_timeout = reward_timeout
+
+    def options(self, **options: Any) -> Any:
+        bound = GTPORolloutRayActor.options(**options)
+        timeout = self.reward_timeout
+
+        class Bound:
+            @staticmethod
+            def remote(*args: Any, **kwargs: Any) -> Any:
+                return bound.remote(*args, reward_timeout=timeout, **kwargs)
+
+        return Bound()

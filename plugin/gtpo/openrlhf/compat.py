@@ -28,6 +28,17 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "RemoteExperienceMaker.compute_advantages_and_returns",
         "RemoteExperienceMaker._dispatch_forward",
         "RemoteExperienceMaker._flatten_results",
+        "RemoteExperienceMaker.split_rollout_samples",
+    ),
+    "openrlhf.trainer.ppo_utils.samples_generator": ("SamplesGenerator._generate_vllm",),
+    "openrlhf.trainer.ray.vllm_engine": (
+        "RolloutRayActor.__ray_actor_class__",
+        "create_vllm_engines",
+        "batch_vllm_engine_call",
+    ),
+    "openrlhf.utils.agent": (
+        "SingleTurnAgentExecutor.execute",
+        "SingleTurnAgentExecutor._fetch_rewards_via_http",
     ),
     "openrlhf.trainer.ppo_utils.experience": (
         "Experience.sequences",

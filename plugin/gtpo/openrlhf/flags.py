@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NATS",
         type=float,
         default=None,
-        help="H_ini in nats instead of measuring it on the first rollout",
+        help="H_ini in nats instead of measuring it (see --gtpo.h_ini_prompts)",
+    )
+    parser.add_argument(
+        "--gtpo.h_ini_prompts",
+        metavar="N",
+        type=int,
+        default=100,
+        help="measure H_ini (Eq. 6) before the first update on the first N training prompts, "
+        "G completions each (paper: 100); costs N×G extra generations and reward calls once",
+    )
+    parser.add_argument(
+        "--gtpo.reward_timeout",
+        metavar="SECONDS",
+        type=float,
+        default=300.0,
+        help="keep retrying an unreachable reward server (connection errors, 5xx, 429) with "
+        "backoff for this long, then stop the run with an error naming the URL",
     )
     parser.add_argument(
         "--gtpo.collapse_patience",
@@ -113,6 +129,11 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return gtpo, rest
 
 
+def given_flags(argv: Sequence[str]) -> set[str]:
+    """The `--flag` names on a command line (`--flag value` and `--flag=value` alike)."""
+    return {token.split("=", 1)[0] for token in argv if token.startswith("--")}
+
+
 def parse_gtpo_flags(tokens: Sequence[str]) -> argparse.Namespace:
     """Parse the `--gtpo.*` tokens strictly (an unknown `--gtpo.` flag exits with usage)."""
     return build_parser().parse_args(list(tokens))
@@ -128,6 +149,8 @@ class GTPOSettings:
     no_conflict: bool = False
     entropy_filter: str = "auto"
     h_ini: float | None = None
+    h_ini_prompts: int = 100
+    reward_timeout: float = 300.0
     collapse_patience: int = 5
 
     @classmethod
@@ -190,6 +213,20 @@ def _refusals(args: Any, settings: GTPOSettings) -> list[str]:
                 "--algo.kl.use_loss adds a KL loss against a reference model; GTPO has none "
                 "(Eq. 7). Drop --algo.kl.use_loss, or run the GRPO baseline with --gtpo.algo grpo."
             )
+        if args.actor.policy_loss_type != "ppo":
+            problems.append(
+                f"--actor.policy_loss_type is {args.actor.policy_loss_type!r}; its ratio is per "
+                "sequence, so every token of a completion gets the completion's mean λ and the "
+                "protected tokens of negative completions (λ = 0, Eq. 5) are still pushed down. "
+                "Drop --actor.policy_loss_type (GTPO needs the per-token ppo loss)."
+            )
+        if args.train.agent_func_path:
+            problems.append(
+                f"--train.agent_func_path is {args.train.agent_func_path!r}; a multi-turn agent "
+                "puts the action tokens of several turns on one position axis, so conflict "
+                "positions (Sec. 5.1) mean nothing there. Drop --train.agent_func_path, or run "
+                "the GRPO baseline with --gtpo.algo grpo."
+            )
         coef = args.actor.entropy_coef
         if coef is not None and not math.isclose(coef, -settings.gamma):
             problems.append(
@@ -211,6 +248,16 @@ def _refusals(args: Any, settings: GTPOSettings) -> list[str]:
         problems.append(
             f"--gtpo.h_ini is {settings.h_ini}; an entropy in nats is finite and >= 0. Pass a "
             "measured value or leave the flag out to measure it on the first rollout."
+        )
+    if settings.h_ini_prompts < 1:
+        problems.append(
+            f"--gtpo.h_ini_prompts is {settings.h_ini_prompts}; H_ini is measured on at least "
+            "one prompt (paper: 100). Pass --gtpo.h_ini to skip the measurement instead."
+        )
+    if not (math.isfinite(settings.reward_timeout) and settings.reward_timeout > 0):
+        problems.append(
+            f"--gtpo.reward_timeout is {settings.reward_timeout}; pass a number of seconds > 0 "
+            "(default 300)."
         )
     if settings.collapse_patience < 1:
         problems.append(
@@ -238,8 +285,10 @@ def _warnings(args: Any, settings: GTPOSettings) -> None:
             args.train.max_epochs,
         )
     if settings.is_gtpo and args.actor.loss_agg_mode == "token-mean":
+        # Only reached when the user asked for token-mean: configure() sets the paper's mode
+        # when the flag is absent.
         logger.warning(
-            "--actor.loss_agg_mode token-mean (OpenRLHF's default) averages the surrogate over "
+            "--actor.loss_agg_mode token-mean averages the surrogate over "
             "all tokens of the batch; Eq. 7 averages it per completion (1/|o_i|) first. Pass "
             "--actor.loss_agg_mode seq-mean-token-mean to match the paper. (The entropy penalty "
             "is a per-completion mean either way.)"
@@ -252,12 +301,18 @@ def _warnings(args: Any, settings: GTPOSettings) -> None:
         )
 
 
-def configure(args: Any) -> GTPOSettings:
+LOSS_AGG_FLAG = "--actor.loss_agg_mode"
+
+
+def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOSettings:
     """Check hierarchized OpenRLHF args against GTPO and set what GTPO owns, in place.
 
     Raises GTPOConfigError listing every refused setting. In GTPO mode sets
     `args.actor.entropy_coef = −γ` (None when γ = 0, which also skips OpenRLHF's extra entropy
-    pass); logs a warning for settings that make training off-policy.
+    pass) and, unless `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the
+    command line), `args.actor.loss_agg_mode = "seq-mean-token-mean"`: Eq. 7 averages each
+    completion's tokens (1/|o_i|) before averaging completions. Logs a warning for settings that
+    make training off-policy.
     """
     settings = GTPOSettings.from_args(args)
     problems = _refusals(args, settings)
@@ -267,6 +322,8 @@ def configure(args: Any) -> GTPOSettings:
         )
     if settings.is_gtpo:
         args.actor.entropy_coef = -settings.gamma if settings.gamma > 0 else None
+        if LOSS_AGG_FLAG not in given_flags:
+            args.actor.loss_agg_mode = "seq-mean-token-mean"
     _warnings(args, settings)
     logger.info("GTPO settings: %s", settings)
     return settings

@@ -1,7 +1,8 @@
 """What GTPO keeps across training steps: H_ini and the entropy-collapse monitor.
 
-H_ini (Eq. 6) is the model's mean completion entropy *before* training. It is measured once, on
-the first rollout (or given with --gtpo.h_ini), and stored in the checkpoint's client states so
+H_ini (Eq. 6) is the model's mean completion entropy *before* training. It is measured once,
+before the first update, on the first --gtpo.h_ini_prompts training prompts (or given with
+--gtpo.h_ini), and stored in the checkpoint's client states so
 that a resumed run filters with the H_ini of the original model, not of the resumed one.
 """
 
@@ -28,7 +29,7 @@ def save_h_ini(client_states: MutableMapping[str, Any], h_ini: float | None) -> 
 def restore_h_ini(checkpoint_states: Mapping[str, Any] | None, flag: float | None) -> float | None:
     """H_ini for a (possibly resumed) run: --gtpo.h_ini wins, else the checkpoint's, else None.
 
-    None means "measure it on the next rollout".
+    None means "measure it now" (before the first update of this run).
     """
     saved = (checkpoint_states or {}).get(CLIENT_STATE_KEY)
     if flag is not None:
@@ -42,8 +43,8 @@ def restore_h_ini(checkpoint_states: Mapping[str, Any] | None, flag: float | Non
         return float(saved)
     if checkpoint_states and checkpoint_states.get("global_step", 0) > 0:
         logger.warning(
-            "resuming from a checkpoint without %s: H_ini will be measured on the next rollout, "
-            "i.e. on the partly trained model. Pass --gtpo.h_ini with the original value.",
+            "resuming from a checkpoint without %s: H_ini will be measured now, on the partly "
+            "trained model. Pass --gtpo.h_ini with the original value.",
             CLIENT_STATE_KEY,
         )
     return None

@@ -1,0 +1,242 @@
+"""End-to-end OpenRLHF runs on CPU: the fixture files, the driver, and what a run left behind.
+
+Used by tests/openrlhf/test_orl_fit.py. A run is what a user types, `gtpo-openrlhf …`, in a
+subprocess, with three differences that only the machine forces (no GPU, no vLLM):
+
+- the driver (`python fit_harness.py ARGS`, below) starts Ray itself with logical GPUs
+  (`ray.init(num_gpus=N)`) on 127.0.0.1 before calling the launcher, so train_ppo_ray finds Ray
+  up; every process gets tests/standins (vllm, flash_attn, CUDA-on-CPU) and fit_site on its
+  PYTHONPATH;
+- `--vllm.sync_backend gloo` and `--ds.attn_implementation sdpa` are passed;
+- DS_ACCELERATOR=cpu: DeepSpeed runs on the CPU (gloo, its JIT-built CPU Adam).
+
+Everything else is the real thing: OpenRLHF 0.11's train_ppo_ray, its Ray actor groups,
+create_vllm_engines and RolloutRayActor (around the stand-in engine), the agent executor and its
+HTTP reward call to this project's reward server, PPOTrainer.fit(), DeepSpeed ZeRO, the weight
+broadcast, checkpoints, TensorBoard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+STANDINS = REPO / "tests" / "standins"
+FIT_SITE = HERE / "fit_site"
+
+G = 4  # completions per prompt in every run
+# The tiny model's completions then average ⟨H⟩ ≈ 0.6 nats with a third above ln 2: H_ini < ln 2
+# and Eq. 6's δ filters some completions, not none or all.
+TEMPERATURE = 0.7
+
+
+@dataclass(frozen=True)
+class Fixture:
+    model: Path  # HF folder: config, weights, tokenizer
+    prompts: Path  # jsonl {"prompt", "label"}, the paper's plain prompt format
+
+
+def build_fixture(root: Path, n_prompts: int = 16, sft_steps: int = 120) -> Fixture:
+    """A tiny Llama from a config, warm-started briefly so that rewards vary, a local BPE.
+
+    The task, tokenizer and warm start are the demo's (`gtpo.demo`); the prompts carry the
+    paper's system instruction (`gtpo.data.prompt`, plain format) in front of each question.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from gtpo.data.prompt import build_prompt
+    from gtpo.demo.model import MODEL_SHAPE
+    from gtpo.demo.task import Problem, corpus, make_split
+    from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer, check_round_trip
+    from gtpo.demo.warmstart import warm_start
+
+    @dataclass(frozen=True)
+    class PaperPrompt(Problem):
+        @property
+        def prompt(self) -> str:
+            return build_prompt(super().prompt, "plain")
+
+    split = make_split(n_prompts, 0)
+    problems = [PaperPrompt(p.operands, p.ops) for p in split.train]
+    texts = [p.prompt + c for p, c in zip(problems, corpus(split.train), strict=False)]
+    backend = build_tokenizer([*texts, build_prompt("", "plain")], vocab_size=120)
+    check_round_trip(backend, [p.prompt for p in problems])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=PAD, eos_token=EOS)
+    pad_id, eos_id = backend.token_to_id(PAD), backend.token_to_id(EOS)
+
+    config = LlamaConfig(
+        vocab_size=backend.get_vocab_size(),
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        pad_token_id=pad_id,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+        **MODEL_SHAPE,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+
+    def encode(text: str) -> list[int]:
+        return backend.encode(text).ids
+
+    warm_start(model, encode, problems, eos_id, pad_id, sft_steps, seed=0, batch_size=32)
+    model_dir = root / "tiny-llama"
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+
+    prompts = root / "prompts.jsonl"
+    with prompts.open("w") as fh:
+        for problem in problems:
+            fh.write(json.dumps({"prompt": problem.prompt, "label": str(problem.answer)}) + "\n")
+    return Fixture(model_dir, prompts)
+
+
+def base_argv(fixture: Fixture, reward_url: str, out: Path) -> list[str]:
+    """A small GTPO run: 4 prompts × G = 4 per step, rollout micro-batches of 3 (they straddle
+    prompt groups), one optimizer step per rollout (train batch = rollout), ZeRO-2, bf16."""
+    return [
+        "--actor.model_name_or_path", str(fixture.model),
+        "--reward.remote_url", f"{reward_url}/get_reward",
+        "--data.prompt_dataset", str(fixture.prompts),
+        "--data.input_key", "prompt",
+        "--data.label_key", "label",
+        "--data.max_samples", "12",
+        "--data.max_len", "200",
+        "--rollout.max_new_tokens", "48",
+        "--rollout.n_samples_per_prompt", str(G),
+        "--rollout.batch_size", "4",
+        "--rollout.micro_batch_size", "3",
+        "--rollout.temperature", str(TEMPERATURE),
+        "--train.batch_size", "16",
+        "--train.micro_batch_size", "16",
+        "--train.max_epochs", "1",
+        "--train.num_episodes", "1",
+        "--train.seed", "0",
+        "--algo.advantage.estimator", "group_norm",
+        "--algo.kl.init_coef", "0",
+        "--actor.adam.lr", "1e-3",
+        "--actor.num_nodes", "1",
+        "--actor.num_gpus_per_node", "1",
+        "--vllm.num_engines", "1",
+        "--vllm.sync_backend", "gloo",
+        "--ds.zero_stage", "2",
+        "--ds.attn_implementation", "sdpa",
+        "--logger.tensorboard_dir", str(out / "tensorboard"),
+        "--logger.logging_steps", "1",
+        "--ckpt.output_dir", str(out / "final"),
+        "--ckpt.path", str(out / "ckpt"),
+        "--gtpo.h_ini_prompts", "4",
+    ]  # fmt: skip
+
+
+@dataclass
+class FitRun:
+    returncode: int
+    log: str
+    seconds: float
+    out: Path
+
+    @property
+    def capture(self) -> Path:
+        return self.out / "capture"
+
+    def experiences(self) -> list[dict]:
+        """What the experience maker produced, one record per training step, in step order."""
+        import torch
+
+        files = sorted(
+            self.capture.glob("experiences_*.pt"), key=lambda p: int(p.stem.split("_")[-1])
+        )
+        return [torch.load(f, weights_only=False) for f in files]
+
+    def rollout_weights(self) -> list[dict]:
+        """The rollout engine's weights after each completed sync, in order."""
+        import torch
+
+        files = sorted(
+            self.capture.glob("rollout_weights_*.pt"), key=lambda p: int(p.stem.split("_")[-1])
+        )
+        return [torch.load(f, weights_only=True) for f in files]
+
+
+def run_fit(argv: list[str], out: Path, num_gpus: int = 2, timeout: float = 420) -> FitRun:
+    """`gtpo-openrlhf ARGV` through the driver below, in a subprocess; returns its log."""
+    (out / "capture").mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(FIT_SITE), str(STANDINS), os.environ.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep),
+        "GTPO_TEST_CAPTURE_DIR": str(out / "capture"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    started = time.perf_counter()
+    log_path = out / "run.log"
+    # Streamed to a file so that a run killed by the timeout still leaves its log behind.
+    with log_path.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--num-gpus", str(num_gpus), "--", *argv],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise AssertionError(
+                f"run did not finish in {timeout:.0f} s; log: {log_path}"
+            ) from None
+    seconds = time.perf_counter() - started
+    return FitRun(returncode, log_path.read_text(), seconds, out)
+
+
+# Environment of the driver and every Ray worker.
+WORKER_ENV = {
+    "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo, CPU Adam
+    "GLOO_SOCKET_IFNAME": "lo",  # every collective stays on loopback
+    "TOKENIZERS_PARALLELISM": "false",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "OMP_NUM_THREADS": "1",  # several actors share 2 cores
+}
+
+
+def main(args: list[str]) -> None:
+    """Driver: Ray with `--num-gpus` logical GPUs on 127.0.0.1, then `gtpo-openrlhf ARGS`."""
+    split = args.index("--")
+    num_gpus = int(args[args.index("--num-gpus") + 1])
+    os.environ.update(WORKER_ENV)
+    import ray
+
+    env_vars = {
+        **WORKER_ENV,
+        **{k: os.environ[k] for k in ("PYTHONPATH", "GTPO_TEST_CAPTURE_DIR") if k in os.environ},
+    }
+    ray.init(
+        num_cpus=8,  # logical: actors and placement-group bundles ask for CPUs too
+        num_gpus=num_gpus,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": env_vars},
+    )
+    try:
+        from gtpo.openrlhf.__main__ import main as gtpo_openrlhf
+
+        gtpo_openrlhf(args[split + 1 :])
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,371 @@
+"""GTPO inside OpenRLHF 0.11's real training loop, end to end on CPU (slow stage).
+
+Each run is `gtpo-openrlhf …` in a subprocess (fit_harness.py): OpenRLHF's train_ppo_ray, its
+Ray actor groups, create_vllm_engines and RolloutRayActor, its agent executor calling this
+project's reward server over HTTP on 127.0.0.1, PPOTrainer.fit() with GTPO's experience maker
+and actor trainer, a real DeepSpeed engine (ZeRO-2/3, bf16, gloo, CPU Adam), the weight
+broadcast to the rollout engine, checkpoints, resume and TensorBoard.
+
+Stand-ins, each for something that cannot run without a GPU, and the GPU-only bugs each could
+hide:
+- vLLM's engine (tests/standins/vllm/engine.py) generates with transformers `generate`. Hides:
+  vLLM's sampler, its logprobs (the tests keep --algo.advantage.is_correction_level off),
+  continuous batching, paged KV cache and sleep-mode memory, tensor parallelism.
+- vLLM's StatelessProcessGroup / PyNcclCommunicator broadcast over a private gloo group
+  (`--vllm.sync_backend gloo`). Hides: NCCL set-up and timeouts, CUDA streams, CUDA IPC (the
+  colocated nccl path is not taken).
+- flash_attn (tests/standins/flash_attn) with `--ds.attn_implementation sdpa`. Hides: flash
+  attention kernels and numerics, packed-sample varlen attention.
+- CUDA calls with no CPU meaning (tests/standins/cuda_on_cpu.py): set_device, synchronize and
+  current_stream are no-ops, current_device() is the CPU. Hides: a missing `.to(device)` (one
+  device for everything), stream races (no-op synchronize), per-GPU placement.
+- Ray has logical GPUs (`ray.init(num_gpus=N)`). Hides: CUDA_VISIBLE_DEVICES mapping, GPU
+  memory pressure of colocated actors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+pytest.importorskip("openrlhf")
+pytest.importorskip("deepspeed")
+pytest.importorskip("tensorboard")
+
+import httpx  # noqa: E402
+import torch  # noqa: E402
+from fit_harness import TEMPERATURE, G, base_argv, build_fixture, run_fit  # noqa: E402
+from paper_reference import reference_delta, reference_weights  # noqa: E402
+
+from gtpo.demo.reward_client import LocalRewardServer  # noqa: E402
+
+STEPS = 3  # 12 prompts, 4 per step
+
+
+def flag(argv: list[str], name: str, value: str) -> list[str]:
+    """argv with `name` set to `value` (replaced if present, appended otherwise)."""
+    argv = list(argv)
+    if name in argv:
+        argv[argv.index(name) + 1] = value
+        return argv
+    return [*argv, name, value]
+
+
+@pytest.fixture(scope="module")
+def fixture_files(tmp_path_factory):
+    return build_fixture(tmp_path_factory.mktemp("fit-fixture"))
+
+
+@pytest.fixture(scope="module")
+def reward_server(tmp_path_factory):
+    server = LocalRewardServer(tmp_path_factory.mktemp("fit-rs") / "reward_server.log")
+    with server:
+        server.wait()
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gtpo_run(fixture_files, reward_server, tmp_path_factory):
+    """The main GTPO run: ZeRO-2, straddling micro-batches, a checkpoint at step 2."""
+    out = tmp_path_factory.mktemp("fit-gtpo")
+    argv = [*base_argv(fixture_files, reward_server.url, out), "--ckpt.save_steps", "2"]
+    run = run_fit(argv, out)
+    assert run.returncode == 0, run.log[-4000:]
+    return run
+
+
+def scalars(run) -> dict[str, dict[int, float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (folder,) = list((run.out / "tensorboard").iterdir())
+    events = EventAccumulator(str(folder))
+    events.Reload()
+    return {tag: {e.step: e.value for e in events.Scalars(tag)} for tag in events.Tags()["scalars"]}
+
+
+def completions_of(record: dict) -> dict[int, dict]:
+    """Row index in the rollout → its completion tokens, A_i and ⟨H⟩_i, from the raw fields."""
+    rows = {}
+    for mb, group_norm, entropy in zip(
+        record["micro_batches"], record["group_norm"], record["entropy"], strict=True
+    ):
+        mask = mb["action_mask"].bool()
+        tokens = mb["sequences"][:, 1:][:, -mask.shape[1] :]  # position t predicts t+1
+        for r, index in enumerate(mb["index"]):
+            positions = mask[r].nonzero().flatten().tolist()
+            rows[index] = {
+                "tokens": [int(tokens[r, p]) for p in positions],
+                "advantage": float(group_norm[r, positions[0]]),
+                "entropy": float(entropy[r]),
+            }
+    return rows
+
+
+def test_gtpo_factor_on_every_action_token_is_the_papers(gtpo_run):
+    """λ·δ from Eq. 5-6 in plain loops, on the real Experience fields of every step, is exactly
+    the factor GTPO applied to OpenRLHF's group_norm advantages."""
+    records = gtpo_run.experiences()
+    assert len(records) == STEPS
+    h_ini = records[0]["h_ini"]
+    assert h_ini < math.log(2)  # Eq. 6's filtering branch (see the temperature in base_argv)
+    seen = defaultdict(int)
+    deltas = []
+    for record in records:
+        rows = completions_of(record)
+        assert sorted(rows) == list(range(len(rows))) and len(rows) == 4 * G
+        expected: dict[int, list[float]] = {}
+        for first in range(0, len(rows), G):
+            group = [rows[i] for i in range(first, first + G)]
+            lam = reference_weights([c["tokens"] for c in group], [c["advantage"] for c in group])
+            for k, c in enumerate(group):
+                delta = reference_delta(c["entropy"], h_ini)
+                deltas.append(delta)
+                expected[first + k] = [w * delta for w in lam[k]]
+                for w in lam[k]:
+                    seen[(w, math.copysign(1, c["advantage"]) if c["advantage"] else 0)] += 1
+        for mb, group_norm in zip(record["micro_batches"], record["group_norm"], strict=True):
+            mask = mb["action_mask"].bool()
+            factor = torch.zeros_like(group_norm)
+            for r, index in enumerate(mb["index"]):
+                factor[r, mask[r]] = torch.tensor(expected[index], dtype=factor.dtype)
+            # Off the action tokens GTPO leaves OpenRLHF's values alone (they are never used).
+            factor[~mask] = 1.0
+            torch.testing.assert_close(mb["advantages"], group_norm * factor, rtol=0, atol=1e-6)
+    # Both sides of Eq. 5 happened: protected tokens of right (λ = 2) and wrong (λ = 0)
+    # completions, next to ordinary ones.
+    assert seen[(2.0, 1.0)] > 0 and seen[(0.0, -1.0)] > 0 and seen[(1.0, 1.0)] > 0
+    # Eq. 6 both ways: some completions filtered (⟨H⟩ > ln 2), most kept.
+    assert 0 < deltas.count(0.0) < len(deltas) / 2
+
+
+def test_micro_batches_straddle_prompt_groups(gtpo_run):
+    record = gtpo_run.experiences()[0]
+    groups_per_batch = [{i // G for i in mb["index"]} for mb in record["micro_batches"]]
+    assert any(len(groups) > 1 for groups in groups_per_batch)
+
+
+def test_logged_entropy_loss_is_eq7_completion_mean(gtpo_run):
+    """OpenRLHF's entropy_loss (training forward, reweighted by GTPO) equals gtpo/entropy_mean
+    (experience forward, same weights) at every step: the penalty is (1/N) Σ_i ⟨H⟩_i."""
+    logged = scalars(gtpo_run)
+    assert sorted(logged["train/entropy_loss"]) == list(range(1, STEPS + 1))
+    for step, value in logged["train/gtpo/entropy_mean"].items():
+        assert logged["train/entropy_loss"][step] == pytest.approx(value, rel=1e-3)
+    records = gtpo_run.experiences()
+    for step, record in enumerate(records, start=1):
+        entropy = torch.cat(record["entropy"]).mean().item()
+        assert logged["train/gtpo/entropy_mean"][step] == pytest.approx(entropy, rel=1e-5)
+
+
+def test_gtpo_metrics_logged_every_step(gtpo_run):
+    logged = scalars(gtpo_run)
+    for name in ("conflict_frac_pos", "conflict_frac_neg", "filtered_frac", "entropy_mean"):
+        assert sorted(logged[f"train/gtpo/{name}"]) == list(range(1, STEPS + 1)), name
+    h_ini = gtpo_run.experiences()[0]["h_ini"]
+    logged_h_ini = logged["train/gtpo/h_ini"]
+    assert sorted(logged_h_ini) == list(range(1, STEPS + 1))
+    assert list(logged_h_ini.values()) == pytest.approx([h_ini] * STEPS, rel=1e-6)
+
+
+def test_h_ini_measured_once_before_training(gtpo_run, fixture_files):
+    """H_ini comes from the first --gtpo.h_ini_prompts prompts before any update, and equals
+    the tiny model's mean completion entropy recomputed here from its initial weights."""
+    assert gtpo_run.log.count("GTPO: H_ini = ") == 1
+    assert "measured on 4 prompts × 4 completions" in gtpo_run.log
+    records = gtpo_run.experiences()
+    h_ini = records[0]["h_ini"]
+    assert all(r["h_ini"] == h_ini for r in records)
+    # Step 1 uses the initial weights too: its entropies come from the same forward.
+    from transformers import AutoModelForCausalLM
+
+    from gtpo import completion_entropy, token_entropy
+
+    model = AutoModelForCausalLM.from_pretrained(fixture_files.model, dtype=torch.bfloat16)
+    first = records[0]
+    for mb, recorded in zip(first["micro_batches"], first["entropy"], strict=True):
+        with torch.no_grad():
+            logits = model(mb["sequences"]).logits / TEMPERATURE  # the policy that sampled
+        mask = mb["action_mask"].bool()
+        entropy = token_entropy(logits)[:, :-1][:, -mask.shape[1] :]
+        torch.testing.assert_close(completion_entropy(entropy, mask), recorded, atol=0.03, rtol=0)
+
+
+def test_trained_weights_reach_the_rollout_engine(gtpo_run, fixture_files):
+    from safetensors.torch import load_file
+
+    initial = load_file(fixture_files.model / "model.safetensors")
+    final = load_file(gtpo_run.out / "final" / "model.safetensors")
+    synced = gtpo_run.rollout_weights()
+    assert len(synced) == STEPS  # one broadcast after every step
+    names = list(synced[-1])  # the engine's parameters (the tied lm_head is not one of them)
+    assert set(names) <= set(final) and set(names) <= set(initial)
+    for name in names:
+        assert torch.equal(synced[-1][name], final[name].to(synced[-1][name].dtype)), name
+    changed = {n for n in names if not torch.equal(initial[n].to(final[n].dtype), final[n])}
+    # RMSNorm weights start at 1.0, where bf16 steps by 2^-7: three small updates round away.
+    assert changed >= {n for n in names if not n.endswith("norm.weight")}
+    assert any(not torch.equal(synced[0][n], synced[1][n]) for n in names)
+
+
+def test_resume_restores_h_ini(gtpo_run, fixture_files, reward_server, tmp_path):
+    """--ckpt.load_enable from the step-2 checkpoint: H_ini comes from the checkpoint (no new
+    measurement), and training continues at step 3."""
+    argv = base_argv(fixture_files, reward_server.url, tmp_path)
+    argv = flag(argv, "--ckpt.path", str(gtpo_run.out / "ckpt"))
+    run = run_fit([*argv, "--ckpt.load_enable"], tmp_path)
+    assert run.returncode == 0, run.log[-4000:]
+    assert "restored from the checkpoint" in run.log
+    assert "measured on" not in run.log
+    records = run.experiences()
+    assert len(records) == 1  # step 3 only
+    assert records[0]["h_ini"] == gtpo_run.experiences()[0]["h_ini"]
+    assert "Global step 3" in run.log and "Global step 2" not in run.log
+
+
+# name: (flags set or added, switches added, logical GPUs Ray needs)
+VARIANTS = {
+    "zero3-gradient-checkpointing": (
+        {"--ds.zero_stage": "3"},
+        ["--actor.gradient_checkpointing_enable"],
+        2,
+    ),
+    # Rollout micro-batches of 2: with 3 OpenRLHF hangs in ppo_train (ranks get 6 and 2 rows).
+    "two-dp-ranks": (
+        {
+            "--actor.num_gpus_per_node": "2",
+            "--rollout.micro_batch_size": "2",
+            "--train.micro_batch_size": "8",
+        },
+        [],
+        3,
+    ),
+    "colocate-all-sleep": (
+        {},
+        ["--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep"],
+        1,
+    ),
+    "grpo-reference-kl": (
+        {
+            "--gtpo.algo": "grpo",
+            "--algo.kl.init_coef": "0.01",
+            "--ref.num_nodes": "1",
+            "--ref.num_gpus_per_node": "1",
+        },
+        [],
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_variant_completes_its_steps(variant, fixture_files, reward_server, tmp_path):
+    overrides, switches, num_gpus = VARIANTS[variant]
+    argv = base_argv(fixture_files, reward_server.url, tmp_path)
+    for name, value in overrides.items():
+        argv = flag(argv, name, value)
+    run = run_fit([*argv, *switches], tmp_path, num_gpus=num_gpus)
+    assert run.returncode == 0, run.log[-4000:]
+    records = run.experiences()
+    assert len(records) == STEPS
+    assert f"Global step {STEPS}" in run.log
+    assert len(run.rollout_weights()) == STEPS
+    if variant == "grpo-reference-kl":
+        # The baseline: OpenRLHF's advantages untouched (λ ≡ 1, δ ≡ 1) and a KL against the
+        # reference model that grows once the policy has moved.
+        for record in records:
+            for mb, group_norm in zip(record["micro_batches"], record["group_norm"], strict=True):
+                assert torch.equal(mb["advantages"], group_norm)
+        assert scalars(run)["train/kl"][STEPS] > 0
+
+
+def rescore(url: str, model: Path, records: list[dict]) -> tuple[list[float], list[float]]:
+    """(rewards the run trained on, the server's rewards for the same completions now)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    trained, fresh = [], []
+    for record in records:
+        for mb in record["micro_batches"]:
+            for r in range(len(mb["index"])):
+                real = mb["sequences"][r][mb["attention_mask"][r].bool()]  # without padding
+                query = tokenizer.decode(real, skip_special_tokens=False)
+                body = {
+                    "query": [query],
+                    "prompts": [mb["prompts"][r]],
+                    "labels": [mb["labels"][r]],
+                }
+                answer = httpx.post(f"{url}/get_reward", json=body, timeout=30).json()
+                fresh.append(float(answer["rewards"][0]))
+                trained.append(float(mb["rewards"].flatten()[r]))
+    return trained, fresh
+
+
+def test_reward_server_outage_of_10s_is_ridden_out(fixture_files, reward_server, tmp_path):
+    """The reward server is stopped for 10 s right after step 1: the rollout actors keep
+    retrying, the run completes, and every sample is rewarded exactly as the server scores it."""
+    argv = base_argv(fixture_files, reward_server.url, tmp_path)
+    outage: dict[str, float] = {}
+
+    def interrupt() -> None:
+        log = tmp_path / "run.log"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if log.exists() and "Global step 1" in log.read_text():
+                reward_server.stop()
+                outage["start"] = time.monotonic()
+                time.sleep(10)
+                reward_server.start()
+                reward_server.wait()
+                outage["end"] = time.monotonic()
+                return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    try:
+        run = run_fit(argv, tmp_path)
+    finally:
+        thread.join()
+        if reward_server.proc is None or reward_server.proc.poll() is not None:
+            reward_server.start()
+            reward_server.wait()
+    assert run.returncode == 0, run.log[-4000:]
+    assert outage["end"] - outage["start"] >= 10
+    assert "unreachable" in run.log and "answers again after" in run.log
+    records = run.experiences()
+    assert len(records) == STEPS
+    trained, fresh = rescore(reward_server.url, fixture_files.model, records)
+    assert len(trained) == STEPS * 4 * G
+    assert trained == fresh
+
+
+def test_reward_server_that_stays_down_stops_the_run(fixture_files, reward_server, tmp_path):
+    """Nothing listens at the reward URL: the run stops with an error naming it, after
+    --gtpo.reward_timeout, before training on unscored samples."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed again: nobody listens
+    argv = flag(base_argv(fixture_files, dead_url, tmp_path), "--gtpo.reward_timeout", "4")
+    started = time.monotonic()
+    run = run_fit(argv, tmp_path, timeout=180)
+    assert run.returncode == 1, run.log[-4000:]
+    assert f"training stopped: reward server {dead_url}/get_reward did not answer" in run.log
+    assert "raise --gtpo.reward_timeout" in run.log
+    assert not run.experiences()  # no step ran
+    assert time.monotonic() - started < 120
+
+
+def test_fixture_prompts_carry_the_paper_instruction(fixture_files):
+    from gtpo.data.prompt import SYSTEM_PROMPT
+
+    rows = [json.loads(line) for line in fixture_files.prompts.read_text().splitlines()]
+    assert all(r["prompt"].startswith(SYSTEM_PROMPT) and r["label"] for r in rows)

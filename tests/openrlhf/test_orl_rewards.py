@@ -1,0 +1,140 @@
+"""Reward calls through an outage: OpenRLHF's own client, and GTPO's retrying one.
+
+Real reward servers on 127.0.0.1 (`gtpo.demo.reward_client.LocalRewardServer`, the same
+`python -m reward_server` a user starts), real OpenRLHF 0.11 executor classes. Only the vLLM
+engine is scripted (it needs a GPU): it returns fixed completion tokens. The end-to-end version
+(a 10 s outage inside PPOTrainer.fit) is in test_orl_fit.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+agent = pytest.importorskip("openrlhf.utils.agent")
+
+from gtpo.demo.reward_client import LocalRewardServer  # noqa: E402
+from gtpo.openrlhf.rewards import (  # noqa: E402
+    RewardServiceUnavailable,
+    post_with_retry,
+    root_message,
+)
+
+PROMPT = "What is 3+4?\n"
+RIGHT = "<reasoning>3+4=7</reasoning><answer>7</answer>"
+
+
+def payload(response: str = RIGHT, label: str = "7") -> dict:
+    return {"query": [PROMPT + response], "prompts": [PROMPT], "labels": [label]}
+
+
+def dead_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/get_reward"
+
+
+@pytest.fixture
+def late_server(tmp_path):
+    """A reward server whose port is known now but which starts only 3 s later."""
+    server = LocalRewardServer(tmp_path / "rs.log")
+
+    def start_later() -> None:
+        time.sleep(3)
+        server.start()
+
+    thread = threading.Thread(target=start_later)
+    thread.start()
+    try:
+        yield server
+    finally:
+        thread.join()
+        server.stop()
+
+
+def test_retry_waits_for_a_server_that_comes_up(late_server, caplog):
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="gtpo"):
+        answer = asyncio.run(post_with_retry([late_server.url + "/get_reward"], payload(), 60))
+    assert answer["rewards"] == [20.0]  # full format + correct, the paper's scale
+    assert time.monotonic() - started >= 3
+    assert "unreachable" in caplog.text and "answers again after" in caplog.text
+
+
+def test_retry_gives_up_after_the_timeout_naming_the_url():
+    url = dead_url()
+    started = time.monotonic()
+    with pytest.raises(RewardServiceUnavailable) as error:
+        asyncio.run(post_with_retry([url], payload(), 2.0))
+    elapsed = time.monotonic() - started
+    assert 1.0 <= elapsed <= 4.0
+    assert url in str(error.value) and "raise --gtpo.reward_timeout" in str(error.value)
+
+
+def test_a_refused_request_fails_at_once(tmp_path):
+    with LocalRewardServer(tmp_path / "rs.log") as server:
+        server.wait()
+        bad = {"query": ["q"], "prompts": ["p"]}  # no labels: the server answers 422
+        started = time.monotonic()
+        with pytest.raises(RewardServiceUnavailable, match="refused the request: HTTP 422"):
+            asyncio.run(post_with_retry([server.url + "/get_reward"], bad, 60))
+        assert time.monotonic() - started < 5  # not retried for 60 s
+
+
+class ScriptedEngine:
+    """The vLLM engine's `generate` as the executor calls it (vLLM needs a GPU)."""
+
+    async def generate(self, prompt_ids, params, multi_modal_data=None):
+        output = SimpleNamespace(token_ids=[1, 2, 3], finish_reason="stop", logprobs=None)
+        return SimpleNamespace(outputs=[output])
+
+
+def word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "a": 1, "b": 2, "c": 3}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+
+
+def execute(executor) -> dict:
+    params = SimpleNamespace(max_tokens=16, logprobs=None)
+    return asyncio.run(
+        executor.execute(PROMPT, "7", params, 64, word_tokenizer(), ScriptedEngine())
+    )
+
+
+def test_openrlhf_executor_drops_the_reward_when_the_server_is_down():
+    """What GTPO guards against: OpenRLHF 0.11 retries 5 times 1 s apart, then returns the
+    sample with reward None (logged at INFO only) for the trainer to fail on later."""
+    started = time.monotonic()
+    output = execute(agent.SingleTurnAgentExecutor(remote_rm_url=dead_url()))
+    assert output["reward"] is None and output["scores"] is None
+    assert 4 <= time.monotonic() - started < 10
+
+
+def test_gtpo_executor_stops_instead_of_dropping_the_reward():
+    pytest.importorskip("deepspeed")  # actors.py imports the training side of OpenRLHF
+    from gtpo.openrlhf.actors import RetryingRewardExecutor
+
+    url = dead_url()
+    with pytest.raises(RewardServiceUnavailable, match="did not answer") as error:
+        execute(RetryingRewardExecutor(url, reward_timeout=1.5))
+    assert url in str(error.value)
+
+
+def test_root_message_unwraps_ray_task_errors():
+    inner = RewardServiceUnavailable("reward server http://x did not answer")
+    middle = RuntimeError("ray::RolloutRayActor.generate_responses() ...")
+    middle.cause = inner
+    outer = RuntimeError("ray::PPOTrainer.fit() ...")
+    outer.cause = middle
+    assert root_message(outer) == "reward server http://x did not answer"
