@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import sys
 import time
 from collections import Counter
@@ -114,6 +115,10 @@ def main() -> None:
     args = ap.parse_args()
 
     load = _load_load_benchmark()
+    print(
+        f"{os.cpu_count()} CPU cores, load average before the run {os.getloadavg()[0]:.2f} "
+        "(other work on the machine delays answers: the client's clock includes it)"
+    )
     env = {
         "GTPO_RS_VERIFY_TIMEOUT_S": str(args.timeout),
         "GTPO_RS_VERIFY_WORKERS": str(args.workers),

@@ -72,6 +72,7 @@ def canonical(text: str) -> str:
     s = re.sub(r"\\(?:left|right)\s*\.", "", s)
     s = _SIZE_CMDS.sub("", s)
     s = _SPACING.sub(" ", s)
+    s = s.replace("\\langle", "(").replace("\\rangle", ")")  # a vector <2, -1> is a tuple
     s = notation.environments(s)
     s = notation.trig_degrees(s)
     s = _DEGREES.sub("", s)

@@ -12,6 +12,7 @@ import re
 
 _UNICODE = {
     "\u2212": "-",  # minus sign
+    "\u2012": "-",  # figure dash
     "\u2013": "-",  # en dash (a common stand-in for minus)
     "\u00d7": "\\times ",
     "\u22c5": "\\cdot ",

@@ -30,7 +30,7 @@ NEGATIONS = frozenset(_NEGATIONS_TEXT.split())
 _MULTIPLIERS_TEXT = (
     "thousand thousands million millions billion billions hundred hundreds dozen dozens "
     "trillion squared cubed halves half thirds third quarters quarter fourths fifths sixths "
-    "eighths tenths hundredths thousandths pi times plus minus over i"
+    "eighths tenths hundredths thousandths tens pi times plus minus over i"
 )
 MULTIPLIERS = frozenset(_MULTIPLIERS_TEXT.split())
 NUMERIC_MULTIPLIERS = {
@@ -203,7 +203,9 @@ MATH_WORDS = frozenset(_MATH_WORDS_TEXT.split())
 
 # ------------------------------------------------------------------ equations
 
-_VARIABLE = re.compile(r"(?:[A-Za-z](?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\)|\\[a-z]+)")
+_GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|theta|lambda|mu|phi|varphi|psi|omega|rho|sigma|tau)"
+# What may stand left of "=" in an assignment: x, x_1, f(x), \theta (never \pi or \sin).
+_VARIABLE = re.compile(rf"(?:[A-Za-z]|{_GREEK})(?:_\{{?\w+\}}?)?|[A-Za-z]\([A-Za-z]\)")
 
 
 def equation_sides(s: str) -> list[str] | None:
@@ -225,6 +227,6 @@ def equation_sides(s: str) -> list[str] | None:
     sides.append(s[start:].strip())
     if len(sides) == 1:
         return None
-    if _VARIABLE.fullmatch(sides[0]) and not sides[0].startswith("\\"):
+    if _VARIABLE.fullmatch(sides[0]):
         sides = sides[1:]
     return sides

@@ -217,6 +217,7 @@ PAIRS: list[Pair] = [
             ("\\frac{1}{2}=x", "0.5", Y, "backwards with a fraction"),
             ("13 = y", "12", N, "backwards with the wrong value"),
             ("π", "\\pi", Y, "Unicode pi"),
+            ("‒5", "-5", Y, "figure dash as a minus"),
             ("2π", "2\\pi", Y, "Unicode pi with a coefficient"),
             ("½", "0.5", Y, "Unicode vulgar fraction"),
             ("5 ≤ x", "[5,\\infty)", Y, "Unicode inequality"),
@@ -255,6 +256,8 @@ PAIRS: list[Pair] = [
             ("\\begin{cases}x=2\\\\y=1\\end{cases}", "(1,2)", N, "values swapped"),
             ("\\begin{bmatrix}3\\\\4\\end{bmatrix}", "(3,4)", Y, "bmatrix column"),
             ("\\begin{pmatrix}3 & 4\\end{pmatrix}", "(3,4)", Y, "row vector"),
+            ("\\left\\langle 2, -1 \\right\\rangle", "(2,-1)", Y, "angle-bracket vector"),
+            ("\\langle 1, 2 \\rangle", "(2,1)", N, "vector components swapped"),
         ],
     ),
     *_group(
@@ -336,6 +339,9 @@ PAIRS: list[Pair] = [
             ("6\\text{ or fewer}", "6", N, "a hedge"),
             ("neither", "6", N, "a word against a number"),
             ("5 hundred", "500", Y, "hundred multiplies the value: 500"),
+            ("7 \\text{ (tens)}", "7", N, "tens changes the value"),
+            ("\\theta = 30^\\circ", "30", Y, "assignment to a Greek letter"),
+            ("\\pi = 3", "3", N, "pi is not a variable: a false equation"),
         ],
     ),
     *_group(
