@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from reward_server import notation
 from reward_server.extract import unwrap_math
-from reward_server.policy import NUMBER_WORDS, NUMERIC_MULTIPLIERS
+from reward_server.policy import MATH_WORDS, NUMBER_WORDS, NUMERIC_MULTIPLIERS, split_top
 
 # 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
 _MAX_EXPONENT = 1000
@@ -111,11 +111,6 @@ _SHORT_UNITS_TEXT = (
     "kb am pm"
 )
 _SHORT_UNITS = frozenset(_SHORT_UNITS_TEXT.split())
-_MATH_WORDS_TEXT = (
-    "pi sqrt sin cos tan cot sec csc log ln exp lim inf infty infinity mod and or arcsin arccos "
-    "arctan sinh cosh tanh det deg"
-)
-_MATH_WORDS = frozenset(_MATH_WORDS_TEXT.split())
 
 
 def _is_unit_suffix(rest: str) -> bool:
@@ -135,7 +130,7 @@ def _is_unit_suffix(rest: str) -> bool:
             lw = word.lower()
             known = lw in _SHORT_UNITS or (after_per and len(lw) <= 3)  # km/h, m/s
             spaced_word = bool(m.group("space")) and len(lw) >= 3
-            if lw in _MATH_WORDS or not (known or spaced_word):
+            if lw in MATH_WORDS or not (known or spaced_word):
                 return False
         words += 1
         after_per = False
@@ -235,21 +230,6 @@ def _numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, boo
 # ---------------------------------------------------------------- structures and words
 
 
-def _split_top(inner: str) -> list[str]:
-    """Split on commas outside any bracket."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(inner):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(inner[start:i])
-            start = i + 1
-    parts.append(inner[start:])
-    return [p.strip() for p in parts]
-
-
 def _closes_at_end(s: str) -> bool:
     """The bracket opened at s[0] closes exactly at s[-1]."""
     depth = 0
@@ -269,10 +249,10 @@ def parse_structure(s: str) -> tuple[str, list[str]] | None:
     kind is the bracket pair (``()``, ``[)``, …), ``set`` or ``list``.
     """
     if s.startswith("\\{") and s.endswith("\\}") and _closes_at_end(s[1:]):
-        return "set", _split_top(s[2:-2])
+        return "set", split_top(s[2:-2], ",")
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _closes_at_end(s):
-        return s[0] + s[-1], _split_top(s[1:-1])
-    items = _split_top(s)
+        return s[0] + s[-1], split_top(s[1:-1], ",")
+    items = split_top(s, ",")
     return ("list", items) if len(items) > 1 else None
 
 

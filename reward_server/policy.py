@@ -208,24 +208,29 @@ _GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|theta|lambda|mu|phi|varphi|psi|om
 _VARIABLE = re.compile(rf"(?:[A-Za-z]|{_GREEK})(?:_\{{?\w+\}}?)?|[A-Za-z]\([A-Za-z]\)")
 
 
-def equation_sides(s: str) -> list[str] | None:
-    """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
-    ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``."""
-    if "=" not in s or any(op in s for op in ("\\le", "\\ge", "<", ">", "\\ne")):
-        return None
-    depth, sides, start = 0, [], 0
+def split_top(s: str, sep: str) -> list[str]:
+    """``s`` split on ``sep`` outside any bracket, each part stripped."""
+    parts, depth, start = [], 0, 0
     for i, ch in enumerate(s):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        elif ch == "," and depth == 0:
-            return None  # a list ("x=1, x=2"): its items are compared one by one
-        elif ch == "=" and depth == 0:
-            sides.append(s[start:i].strip())
+        elif ch == sep and depth == 0:
+            parts.append(s[start:i])
             start = i + 1
-    sides.append(s[start:].strip())
-    if len(sides) == 1:
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def equation_sides(s: str) -> list[str] | None:
+    """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
+    ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``, or is a
+    list (``x=1, x=2``: its items are compared one by one)."""
+    if "=" not in s or any(op in s for op in ("\\le", "\\ge", "<", ">", "\\ne")):
+        return None
+    sides = split_top(s, "=")
+    if len(sides) == 1 or len(split_top(s, ",")) > 1:
         return None
     if _VARIABLE.fullmatch(sides[0]):
         sides = sides[1:]

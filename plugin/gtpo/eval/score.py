@@ -119,11 +119,15 @@ class RewardClient:
         payload: dict[str, Any] = {"query": list(queries), "labels": list(labels)}
         if prompts is not None:
             payload["prompts"] = list(prompts)
-        results = self._request("/v1/score", payload).get("results")
-        if not isinstance(results, list) or len(results) != len(queries):
+        return self._results("/v1/score", payload, len(queries))
+
+    def _results(self, path: str, payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
+        """The ``results`` list of a POST to ``path``, checked to hold one entry per item."""
+        results = self._request(path, payload).get("results")
+        if not isinstance(results, list) or len(results) != n:
             raise RewardServerError(
-                f"{self.url}/v1/score returned {len(results or [])} results for "
-                f"{len(queries)} items: is the URL a GTPO reward server?"
+                f"{self.url}{path} returned {len(results or [])} results for {n} items: is the "
+                "URL a GTPO reward server (with /v1/score and /v1/equivalent)?"
             )
         return results
 
@@ -160,13 +164,7 @@ class RewardClient:
         """One ``/v1/equivalent`` request: the server's verdict (``equivalent``, ``reason``) on
         each (answer, reference) pair, in order."""
         payload = {"pairs": [{"answer": a, "reference": r} for a, r in pairs]}
-        results = self._request("/v1/equivalent", payload).get("results")
-        if not isinstance(results, list) or len(results) != len(pairs):
-            raise RewardServerError(
-                f"{self.url}/v1/equivalent returned {len(results or [])} results for "
-                f"{len(pairs)} pairs: is the URL a GTPO reward server (with /v1/equivalent)?"
-            )
-        return results
+        return self._results("/v1/equivalent", payload, len(pairs))
 
     def find_match(self, answer: str, representatives: Sequence[str]) -> int | None:
         """Index of the first representative the server holds ``answer`` equivalent to."""
