@@ -232,6 +232,23 @@ def equation_sides(s: str) -> list[str] | None:
     sides = split_top(s, "=")
     if len(sides) == 1 or len(split_top(s, ",")) > 1:
         return None
-    if _VARIABLE.fullmatch(sides[0]):
+    constant = sides[0] in ("e", "i")  # "e = 3" is a false equation, not an assignment
+    if not constant and (_VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
         sides = sides[1:]
     return sides
+
+
+_FUNCTIONS = r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|angle)(?![A-Za-z])"
+
+
+def _names_a_quantity(side: str) -> bool:
+    """``x + y``, ``a_1 b_1``, ``\\sin x``, ``m\\angle A``: an expression of variables only (no
+    digit, no constant such as ``\\pi``, ``e`` or ``i``) names the quantity asked for, so
+    ``x + y = 5`` answers 5; ``2x = 14`` is an equation to solve, not its solution."""
+    rest = re.sub(_FUNCTIONS + "|" + _GREEK + r"|_\{?\w+\}?", " v ", side)  # subscripts too
+    if any(ch.isdigit() or ch == "\\" for ch in rest) or not re.search(r"[A-Za-z]", rest):
+        return False
+    letters = re.findall(r"[A-Za-z]+", rest)
+    return all(w not in ("e", "i") for w in letters) and bool(
+        re.fullmatch(r"[A-Za-z_{}^+\-*/() ]+", rest)
+    )

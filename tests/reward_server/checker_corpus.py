@@ -121,6 +121,11 @@ PAIRS: list[Pair] = [
             ("x = 4", "4", Y, "assignment to a variable"),
             ("k=7", "7", Y, "assignment to any letter"),
             ("n = 8", "7", N, "wrong value in an assignment"),
+            ("x + y = 5", "5", Y, "the left side names the quantity asked for"),
+            ("2x = 14", "7", N, "an equation to solve is not its solution"),
+            ("a_1 + a_2 = 9", "9", Y, "subscripted variables name the quantity"),
+            ("e = 3", "3", N, "e is a constant, not a variable"),
+            ("\\sin x = \\frac12", "0.5", Y, "names the quantity, exact value"),
         ],
     ),
     *_group(
