@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from reward_server.policy import VARIABLE
+
 _UNICODE = {
     "\u2212": "-",  # minus sign
     "\u2012": "-",  # figure dash
@@ -159,15 +161,13 @@ def trig_degrees(s: str) -> str:
 
 # ------------------------------------------------------------------ equations and lists
 
-_LHS_VARIABLE = re.compile(r"^(?:[A-Za-z](?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\))$")
-
 
 def backwards_equation(s: str) -> str:
     """``12 = y`` -> ``y = 12``: a value equated to a variable is an assignment."""
     if s.count("=") != 1:
         return s
     left, right = (p.strip() for p in s.split("="))
-    if _LHS_VARIABLE.match(right) and not _LHS_VARIABLE.match(left) and left:
+    if VARIABLE.fullmatch(right) and not VARIABLE.fullmatch(left) and left:
         return f"{right} = {left}"
     return s
 

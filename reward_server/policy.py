@@ -205,7 +205,7 @@ MATH_WORDS = frozenset(_MATH_WORDS_TEXT.split())
 
 _GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|theta|lambda|mu|phi|varphi|psi|omega|rho|sigma|tau)"
 # What may stand left of "=" in an assignment: x, x_1, f(x), \theta (never \pi or \sin).
-_VARIABLE = re.compile(rf"(?:[A-Za-z]|{_GREEK})(?:_\{{?\w+\}}?)?|[A-Za-z]\([A-Za-z]\)")
+VARIABLE = re.compile(rf"(?:[A-Za-z]|{_GREEK})(?:_\{{?\w+\}}?)?|[A-Za-z]\([A-Za-z]\)")
 
 
 def split_top(s: str, sep: str) -> list[str]:
@@ -233,7 +233,7 @@ def equation_sides(s: str) -> list[str] | None:
     if len(sides) == 1 or len(split_top(s, ",")) > 1:
         return None
     constant = sides[0] in ("e", "i")  # "e = 3" is a false equation, not an assignment
-    if not constant and (_VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
+    if not constant and (VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
         sides = sides[1:]
     return sides
 
