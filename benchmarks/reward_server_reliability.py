@@ -291,6 +291,14 @@ class LoadReport:
     status_5xx: int = 0
     status_other: int = 0  # any non-200 that is not a 5xx
     wrong_reward: int = 0  # differs from the single-request answer or the known reward
+    # Correct answers that lost exactly their accuracy (10) once faults began (workers killed,
+    # hung checks, the pool recovering):
+    # their check could not finish within the answer's deadline (the timeout, counted from
+    # arrival). Reported apart from wrong_reward, and checked against /metrics' deadline
+    # verdicts, because the deadline is a promise the server keeps on purpose.
+    deadline_losses: int = 0
+    deadline_verdicts: float = 0.0  # /metrics: timeout, queue_timeout, worker_error verdicts
+    queue_timeouts: float = 0.0  # /metrics: checks whose deadline passed before a worker was free
     misrouted: int = 0  # X-Request-ID or echoed response of another request
     kills: int = 0  # verification workers SIGKILLed
     forkserver_kills: int = 0
@@ -390,9 +398,16 @@ def run_load(
                 reason = result["reason"]
                 report.hang_reasons[reason] = report.hang_reasons.get(reason, 0) + 1
         expected = oracle.get((it.route, it.template, it.label), it.reward)
-        if reward != expected or reward != it.reward:
+        lost_accuracy = it.kind == "correct" and reward == expected - 10 == it.reward - 10
+        if lost_accuracy and phase_of[i] != "before":  # faults, or the pool recovering after
+            report.deadline_losses += 1
+            fail(f"item {i} ({it.kind}): accuracy lost to the deadline during faults")
+        elif reward != expected or reward != it.reward:
             report.wrong_reward += 1
-            fail(f"item {i} ({it.kind}): reward {reward}, alone {expected}, known {it.reward}")
+            fail(
+                f"item {i} ({it.kind}, {phase_of[i]}): reward {reward}, alone {expected}, "
+                f"known {it.reward}, {it.route} {it.template[:60]!r} label {it.label!r}"
+            )
 
     async def client(session: aiohttp.ClientSession, queue: asyncio.Queue[int]) -> None:
         nonlocal done
@@ -491,6 +506,11 @@ def run_load(
         if (m := re.fullmatch(r'gtpo_rs_worker_restarts_total\{reason="(\w+)"\}', k))
     }
     report.reruns = metrics.get("gtpo_rs_verify_reruns_total", 0.0)
+    report.queue_timeouts = metrics.get('gtpo_rs_verdicts_total{reason="queue_timeout"}', 0.0)
+    report.deadline_verdicts = sum(
+        metrics.get(f'gtpo_rs_verdicts_total{{reason="{r}"}}', 0.0)
+        for r in ("timeout", "queue_timeout", "worker_error")
+    )
     for name in ("before", "kills", "hangs", "after"):
         report.latency_ms[name] = _percentiles(
             [latency[i] for i in range(len(items)) if phase_of[i] == name and latency[i] > 0]
@@ -1004,7 +1024,8 @@ def print_table(
             "lost or wrong responses",
             f"lost {load.lost}, 5xx {load.status_5xx}, other non-200 {load.status_other}, "
             f"wrong reward {load.wrong_reward}, misrouted {load.misrouted}",
-            f"total {lost} (must be 0)",
+            f"total {lost} (must be 0); correct answers whose accuracy was lost to the "
+            f"per-answer deadline while workers were killed: {load.deadline_losses}",
         )
     )
     lat = load.latency_ms

@@ -60,6 +60,11 @@ def test_20000_completions_64_clients_with_killed_workers_and_hangs(
     assert report.lost == report.status_5xx == report.status_other == 0, detail
     assert report.misrouted == 0, detail
     assert report.wrong_reward == 0, detail
+    # A correct answer whose check could not finish within its deadline (the timeout, counted
+    # from its arrival) once the faults began scores accuracy 0: the deadline is kept on
+    # purpose. Such losses are rare, and each is a deadline verdict in /metrics.
+    assert report.deadline_losses <= len(items) // 1000, detail
+    assert report.deadline_losses <= report.deadline_verdicts - report.hangs, detail
 
     # Faults: workers were killed under load (some in the middle of a check, which then ran
     # again on the replacement), and the pool came back to full size each time.
@@ -71,9 +76,11 @@ def test_20000_completions_64_clients_with_killed_workers_and_hangs(
     # pool is already replacing for a timeout is counted once, as a timeout), two for the
     # forkserver (its workers die with it), one per hang cut at the timeout.
     assert report.restarts.get("worker_error", 0) >= 0.9 * report.kills + 2
-    assert report.restarts.get("timeout", 0) >= 12
+    # (a hang whose deadline passed while it waited for a worker never held one: no restart)
+    assert report.restarts.get("timeout", 0) + report.queue_timeouts >= 12
     # Hangs: each cut at the timeout and scored 0 (6 of the 12 went to /v1/score).
-    assert report.hang_reasons == {"timeout": 6}
+    assert set(report.hang_reasons) <= {"timeout", "queue_timeout"}
+    assert sum(report.hang_reasons.values()) == 6
 
     # Soak: memory does not grow with the number of requests served.
     server_growth, total_growth = report.memory_growth(0.1)
