@@ -1,11 +1,34 @@
-"""Puts tests/ on sys.path: shared helpers (paper_reference.py) import as top-level modules.
+"""Test-wide set-up.
 
-pytest runs with --import-mode=importlib, which does not add test folders to sys.path.
+- tests/ goes on sys.path: shared helpers (paper_reference.py) import as top-level modules
+  (pytest runs with --import-mode=importlib, which does not add test folders to sys.path).
+- With GTPO_TEST_STRICT=1 (set by `make test`), pytest.importorskip fails instead of skipping.
 """
 
+import importlib
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+
+
+def _required_import(modname: str, minversion: str | None = None, reason: str | None = None, **_):
+    """pytest.importorskip under GTPO_TEST_STRICT=1: a missing module is an error, not a skip."""
+    try:
+        return importlib.import_module(modname)
+    except ImportError as exc:
+        raise ImportError(
+            f"{modname} is missing ({exc}); `make install` installs every dependency the tests "
+            "use (GTPO_TEST_STRICT=1 turns this skip into an error)"
+        ) from exc
+
+
+# `make test` installs every optional dependency the suites use, so there a skip for a missing
+# import would hide a broken install instead of reporting it.
+if os.environ.get("GTPO_TEST_STRICT") == "1":
+    pytest.importorskip = _required_import

@@ -1,0 +1,43 @@
+# Development tasks. Each installs what it needs into the active Python environment (use a
+# virtual environment), then runs. `make test` is the project's test command.
+#
+#   make test         the default suite, OpenRLHF's CPU tests included (about 3-4 min, 2 cores)
+#   make test-slow    the slow suites: OpenRLHF's real fit() loop end to end, reward-server
+#                     reliability (about 8-9 min; the first run also JIT-builds DeepSpeed's
+#                     CPU Adam, about 1-3 min, cached in ~/.cache/torch_extensions)
+#   make test-docker  the Docker images and the Compose stack (needs root and dockerd)
+#   make lint
+
+PYTHON ?= python
+PIP = $(PYTHON) -m pip
+# One stamp per Python environment, so switching virtual environments installs again.
+STAMP = .make/installed-$(shell $(PYTHON) -c "import sys, zlib; print(zlib.crc32(sys.prefix.encode()))")
+# Every test that imports an optional dependency fails instead of skipping when it is missing:
+# `make install` installs all of them (tests/conftest.py reads this).
+STRICT = GTPO_TEST_STRICT=1
+
+.PHONY: install test test-slow test-docker lint
+
+$(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt
+	$(PIP) install -c constraints.txt -e ".[dev]"
+	# OpenRLHF 0.11 on CPU: its light dependencies and DeepSpeed (built against the torch
+	# installed above), then OpenRLHF without its flash-attn and vLLM pins (CUDA only;
+	# tests/standins replaces them in the tests).
+	$(PIP) install -c constraints.txt setuptools wheel ninja
+	$(PIP) install --no-build-isolation -c constraints.txt -r requirements-openrlhf-cpu.txt
+	$(PIP) install --no-deps -c constraints.txt "openrlhf==0.11.2"
+	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(STRICT) $(PYTHON) -m pytest
+
+test-slow: install
+	$(STRICT) $(PYTHON) -m pytest -m "slow and not docker"
+
+test-docker: install
+	$(PYTHON) -m pytest -m docker
+
+lint:
+	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
