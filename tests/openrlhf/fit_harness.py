@@ -158,6 +158,13 @@ class FitRun:
         )
         return [torch.load(f, weights_only=False) for f in files]
 
+    def generated_prompts(self) -> list[list[str]]:
+        """The prompts of each generation call, in call order (H_ini's first, then each step)."""
+        files = sorted(
+            self.capture.glob("generated_*.json"), key=lambda p: int(p.stem.split("_")[-1])
+        )
+        return [json.loads(f.read_text()) for f in files]
+
     def rollout_weights(self) -> list[dict]:
         """The rollout engine's weights after each completed sync, in order."""
         import torch

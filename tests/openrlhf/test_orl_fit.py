@@ -181,6 +181,11 @@ def test_h_ini_measured_once_before_training(gtpo_run, fixture_files):
     the tiny model's mean completion entropy recomputed here from its initial weights."""
     assert gtpo_run.log.count("GTPO: H_ini = ") == 1
     assert "measured on 4 prompts × 4 completions" in gtpo_run.log
+    # Sec. 4.2: the first training prompts. The measurement's prompts are exactly the ones of
+    # step 1's rollout, which comes next (the last call finds the dataloader exhausted).
+    generated = [prompts for prompts in gtpo_run.generated_prompts() if prompts]
+    assert len(generated) == 1 + STEPS
+    assert len(generated[0]) == 4 and set(generated[0]) == set(generated[1])
     records = gtpo_run.experiences()
     h_ini = records[0]["h_ini"]
     assert all(r["h_ini"] == h_ini for r in records)

@@ -320,13 +320,20 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         """H_ini of Eq. 6: mean ⟨H⟩ over the first --gtpo.h_ini_prompts training prompts.
 
         Runs before the first update, as in the paper (Sec. 4.2: the first 100 training prompts).
-        The prompts come from a fresh pass of the training dataloader (the same order the first
-        rollouts will see), G completions each through the rollout engines and the reward path
-        like any rollout; the entropies come from the policy actors' forward.
+        The prompts come from a fresh pass of the training dataloader, G completions each
+        through the rollout engines and the reward path like any rollout; the entropies come
+        from the policy actors' forward.
         """
         started = time.perf_counter()
         wanted = self.gtpo.h_ini_prompts
         sleep = self.args.vllm.enable_sleep
+        # A new iterator over the shuffled prompts draws its order from the sampler's generator
+        # (torchdata's RandomSampler; torch's global RNG for others). Putting both back lets
+        # training's own first iterator draw the same order: H_ini is measured on exactly the
+        # first training prompts, and training runs as it would without the measurement.
+        rng = torch.random.get_rng_state()
+        generator = getattr(getattr(self.prompts_dataloader, "sampler", None), "generator", None)
+        generator_state = generator.get_state() if generator is not None else None
         if sleep:
             _vllm_engine.batch_vllm_engine_call(self.vllm_engines, "wake_up")
         try:
@@ -337,6 +344,9 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
                 **self.generate_kwargs,
             )
         finally:
+            torch.random.set_rng_state(rng)
+            if generator is not None:
+                generator.set_state(generator_state)
             if sleep:
                 _vllm_engine.batch_vllm_engine_call(self.vllm_engines, "sleep")
         if not samples:

@@ -10,6 +10,7 @@ produced at every step so the test can recompute it independently:
     labels, raw rewards,
     the group_norm advantages OpenRLHF computed, the advantages after GTPO's hook, the
     completion entropies; and the maker's h_ini and gtpo/* metrics.
+    generated_<pid>_<n>.json: the prompts of each generation call (the first one measures H_ini).
 
 The recording wraps OpenRLHF's own RemoteExperienceMaker methods (GTPO's subclass calls them
 through super()), so it sees the hook's input and output without touching GTPO's code.
@@ -70,7 +71,29 @@ def _record_experiences(experience_maker) -> None:
     base.make_experience_batch = make_experience_batch
 
 
+def _record_generated_prompts(samples_generator) -> None:
+    """generated_<pid>_<n>.json: the prompts of each generation call (in completion order)."""
+    import json
+
+    capture = os.environ["GTPO_TEST_CAPTURE_DIR"]
+    generate = samples_generator.SamplesGenerator._generate_vllm
+    calls = itertools.count(1)
+
+    def _generate_vllm(self, dataloader_iter, num_prompts, dynamic_filtering, **kwargs):
+        experiences, consumed, exhausted = generate(
+            self, dataloader_iter, num_prompts, dynamic_filtering, **kwargs
+        )
+        prompts = list(dict.fromkeys(p for e in experiences for p in e.prompts))
+        path = os.path.join(capture, f"generated_{os.getpid()}_{next(calls)}.json")
+        with open(path, "w") as fh:
+            json.dump(prompts, fh)
+        return experiences, consumed, exhausted
+
+    samples_generator.SamplesGenerator._generate_vllm = _generate_vllm
+
+
 extra = {}
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
     extra["openrlhf.trainer.ppo_utils.experience_maker"] = _record_experiences
+    extra["openrlhf.trainer.ppo_utils.samples_generator"] = _record_generated_prompts
 cuda_on_cpu.install(extra)
