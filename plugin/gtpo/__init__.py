@@ -7,8 +7,10 @@ and the tests:
 - `token_entropy`, `token_logprobs_and_entropy`, `completion_entropy`, `entropy_filter`:
   entropy and δ (Sec. 5.2, Eq. 6)
 - `gtpo_loss`, `grpo_loss`, `gtpo_metrics`: the objective (Eq. 7) and the GRPO baseline (Eq. 1)
+- `GTPOConfig`: every knob, declared once; `gtpo_terms` turns it into λ, δ and γ for a batch
 """
 
+from gtpo.config import GTPOConfig, GTPOConfigError
 from gtpo.conflict import conflict_mask, conflict_weights
 from gtpo.entropy import (
     LN2,
@@ -17,12 +19,15 @@ from gtpo.entropy import (
     token_entropy,
     token_logprobs_and_entropy,
 )
-from gtpo.objective import grpo_loss, gtpo_loss, gtpo_metrics
+from gtpo.objective import GTPOTerms, grpo_loss, gtpo_loss, gtpo_metrics, gtpo_terms
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LN2",
+    "GTPOConfig",
+    "GTPOConfigError",
+    "GTPOTerms",
     "completion_entropy",
     "conflict_mask",
     "conflict_weights",
@@ -30,6 +35,7 @@ __all__ = [
     "grpo_loss",
     "gtpo_loss",
     "gtpo_metrics",
+    "gtpo_terms",
     "token_entropy",
     "token_logprobs_and_entropy",
 ]

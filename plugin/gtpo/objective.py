@@ -11,7 +11,71 @@ averaged over completions, which is Eq. 7's 1/G sum averaged over the batch's pr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import torch
+
+from gtpo.conflict import conflict_weights
+from gtpo.entropy import entropy_filter
+
+if TYPE_CHECKING:
+    from gtpo.config import GTPOConfig
+
+
+@dataclass(frozen=True)
+class GTPOTerms:
+    """What a GTPOConfig puts into Eq. 7 for one batch."""
+
+    weights: torch.Tensor  # λ_{i,t} of Eq. 5, float32 [N, L], 0 on padding (the mask if λ ≡ 1)
+    keep: torch.Tensor  # δ_i of Eq. 6, float32 [N] of 0/1 (ones if δ ≡ 1)
+    gamma: float  # γ of Eq. 7 as applied (0 for the GRPO baseline)
+
+
+def gtpo_terms(
+    config: GTPOConfig,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    advantages: torch.Tensor,
+    group_size: int,
+    completion_entropy: torch.Tensor,
+    h_ini: float | None,
+) -> GTPOTerms:
+    """λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) of one batch, as `config` chooses them.
+
+    The one place that reads the method's knobs: every trainer (the demo, the OpenRLHF hook,
+    the TRL trainer) calls it and multiplies its advantages or its surrogate by λ·δ.
+
+    Args:
+        completion_ids, completion_mask: [N, L], completions right-padded, rows of prompt k at
+            k·G … k·G+G−1.
+        advantages: [N] A_i (their signs choose λ's value on conflict tokens).
+        completion_entropy: [N] ⟨H⟩_i (Sec. 4.2).
+        h_ini: the model's mean completion entropy before training; needed only when δ is
+            `auto` (Eq. 6 as written).
+    """
+    mask = completion_mask.bool()
+    if config.applies_conflict:
+        weights = conflict_weights(
+            completion_ids, mask, advantages, group_size, config.conflict_weight
+        )
+    else:
+        weights = mask.float()
+    mode = config.filter_mode
+    if mode == "off":
+        keep = torch.ones(completion_entropy.shape, dtype=torch.float32)
+    elif mode == "on":
+        keep = entropy_filter(completion_entropy, 0.0)  # Eq. 6's H_ini < ln 2 branch, always
+    else:
+        if h_ini is None:
+            raise ValueError(
+                "δ of Eq. 6 needs H_ini: measure it before the first update (or set "
+                "--gtpo.h_ini), or pass --gtpo.entropy_filter on|off"
+            )
+        keep = entropy_filter(completion_entropy, h_ini)
+    return GTPOTerms(
+        weights=weights, keep=keep.to(completion_entropy.device), gamma=config.entropy_coef
+    )
 
 
 def _check_shapes(

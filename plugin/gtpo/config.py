@@ -1,0 +1,268 @@
+"""GTPOConfig: every GTPO knob, declared once.
+
+Each field carries its default, its help text and, where it has one, its paper symbol and
+equation. Everything else derives from it: the OpenRLHF launcher's `--gtpo.*` flags, the demo's
+command line and trainer, and the TRL trainer's arguments. The flag spelling is the same
+everywhere (`--gtpo.gamma 0`, `--gtpo.entropy_filter off`, `--gtpo.no_conflict`), so a command
+line moves between the demo and a cluster unchanged.
+
+Adding a knob: add a field here (with `knob(...)`), a check in `_problems` if it has a valid
+range, a test in tests/gtpo/test_config.py, and a line in docs/ — nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+FLAG_PREFIX = "--gtpo."
+
+
+class GTPOConfigError(ValueError):
+    """A GTPO setting that cannot run; the message names the setting and what to change.
+
+    `problems` holds one line per refused setting, so a front end (the OpenRLHF launcher) can
+    list them together with its own refusals.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems if problems is not None else [message]
+
+
+def knob(
+    default: Any,
+    help: str,
+    *,
+    type: type | None = None,
+    choices: tuple[str, ...] | None = None,
+    metavar: str | None = None,
+    symbol: str | None = None,
+    equation: str | None = None,
+) -> Any:
+    """A GTPOConfig field with what its flag and its docs need (read by `add_arguments`)."""
+    meta = {
+        "help": help,
+        "type": type if type is not None else _type_of_default(default),
+        "choices": choices,
+        "metavar": metavar,
+        "symbol": symbol,
+        "equation": equation,
+    }
+    return field(default=default, metadata=meta)
+
+
+def _type_of_default(default: Any) -> type:
+    """The flag type of a knob without an explicit one (its default's type)."""
+    if isinstance(default, bool):
+        return bool
+    if default is None:
+        raise TypeError("a knob whose default is None needs an explicit type=")
+    return type(default)
+
+
+@dataclass(frozen=True)
+class GTPOConfig:
+    """The knobs of GTPO (Eq. 5-7) and of its GRPO baseline (Eq. 1) run through the same code."""
+
+    algo: str = knob(
+        "gtpo",
+        "gtpo (default) or grpo: the GRPO baseline through the same code for an A/B "
+        "(λ ≡ 1, δ ≡ 1, γ = 0); entropy is still measured and logged",
+        choices=("gtpo", "grpo"),
+    )
+    gamma: float = knob(
+        0.1,
+        "entropy penalty γ of Eq. 7 (paper: 0.1); 0 drops the entropy term",
+        metavar="GAMMA",
+        symbol="γ",
+        equation="Eq. 7",
+    )
+    conflict_weight: float = knob(
+        2.0,
+        "λ on conflict tokens of completions with A > 0 (Eq. 5, paper: 2)",
+        metavar="WEIGHT",
+        symbol="λ",
+        equation="Eq. 5",
+    )
+    no_conflict: bool = knob(
+        False,
+        "ablation: λ ≡ 1 (no conflict-token weighting)",
+        symbol="λ",
+        equation="Eq. 5",
+    )
+    entropy_filter: str = knob(
+        "auto",
+        "δ of Eq. 6: auto filters completions with ⟨H⟩ > ln 2 only when H_ini < ln 2; on filters "
+        "them whatever H_ini; off keeps every completion (ablation)",
+        choices=("auto", "on", "off"),
+        symbol="δ",
+        equation="Eq. 6",
+    )
+    h_ini: float | None = knob(
+        None,
+        "H_ini in nats instead of measuring it (see --gtpo.h_ini_prompts)",
+        type=float,
+        metavar="NATS",
+        symbol="H_ini",
+        equation="Eq. 6",
+    )
+    h_ini_prompts: int = knob(
+        100,
+        "measure H_ini (Eq. 6) before the first update on the first N training prompts, G "
+        "completions each (paper: 100); costs N×G extra generations and reward calls once",
+        metavar="N",
+        symbol="H_ini",
+        equation="Eq. 6",
+    )
+    reward_timeout: float = knob(
+        300.0,
+        "keep retrying an unreachable reward server (connection errors, 5xx, 429) with backoff "
+        "for this long, then stop the run with an error naming the URL",
+        metavar="SECONDS",
+    )
+    collapse_patience: int = knob(
+        5,
+        "warn when the mean completion entropy stays above ln 2 for this many steps",
+        metavar="STEPS",
+    )
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            lines = "\n".join(f"  - {p}" for p in problems)
+            raise GTPOConfigError(f"invalid GTPO settings:\n{lines}", problems)
+
+    @property
+    def is_gtpo(self) -> bool:
+        return self.algo == "gtpo"
+
+    @property
+    def applies_conflict(self) -> bool:
+        """λ of Eq. 5 is applied (GTPO without the no_conflict ablation)."""
+        return self.is_gtpo and not self.no_conflict
+
+    @property
+    def filter_mode(self) -> str:
+        """δ of Eq. 6: auto | on | off (always off for the GRPO baseline)."""
+        return self.entropy_filter if self.is_gtpo else "off"
+
+    @property
+    def entropy_coef(self) -> float:
+        """γ as applied: the configured γ in GTPO mode, 0 for the GRPO baseline."""
+        return self.gamma if self.is_gtpo else 0.0
+
+    def with_ablation(self, name: str | None) -> GTPOConfig:
+        """This config with one of `ABLATIONS` applied (None: unchanged)."""
+        if name is None:
+            return self
+        if name not in ABLATIONS:
+            raise GTPOConfigError(f"ablation must be one of {sorted(ABLATIONS)}, got {name!r}")
+        return dataclasses.replace(self, **ABLATIONS[name])
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> GTPOConfig:
+        """Build from a mapping of field names; an unknown name is an error, not ignored."""
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise GTPOConfigError(f"unknown GTPO setting(s) {unknown}; known: {known}")
+        return cls(**values)
+
+    @classmethod
+    def from_namespace(cls, namespace: Any) -> GTPOConfig:
+        """Build from an argparse namespace filled by `add_arguments` (dests `gtpo.<field>`)."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            dest = _dest(f.name)
+            if hasattr(namespace, dest):
+                values[f.name] = getattr(namespace, dest)
+        return cls(**values)
+
+
+# GTPO without one of its parts, as named in the demo's `--ablation` shorthand and in reports.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "no-conflict": {"no_conflict": True},  # λ ≡ 1
+    "no-filter": {"entropy_filter": "off"},  # δ ≡ 1
+    "no-entropy": {"gamma": 0.0},  # γ = 0
+}
+
+
+def _dest(name: str) -> str:
+    return FLAG_PREFIX[2:] + name
+
+
+def flag(name: str) -> str:
+    """The command-line spelling of a GTPOConfig field: `gamma` -> `--gtpo.gamma`."""
+    return FLAG_PREFIX + name
+
+
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add one `--gtpo.<field>` flag per GTPOConfig field (dest `gtpo.<field>`)."""
+    for f in dataclasses.fields(GTPOConfig):
+        meta = f.metadata
+        helptext = meta["help"]
+        if meta["symbol"] and meta["equation"] and meta["equation"] not in helptext:
+            helptext = f"{helptext} [{meta['symbol']}, {meta['equation']}]"
+        if meta["type"] is bool:
+            parser.add_argument(
+                flag(f.name),
+                dest=_dest(f.name),
+                action="store_true",
+                default=f.default,
+                help=helptext,
+            )
+            continue
+        parser.add_argument(
+            flag(f.name),
+            dest=_dest(f.name),
+            type=meta["type"],
+            choices=meta["choices"],
+            metavar=meta["metavar"],
+            default=f.default,
+            help=helptext + f" (default: {f.default})",
+        )
+
+
+def _problems(config: GTPOConfig) -> list[str]:
+    """Every out-of-range knob, each naming the flag and what to pass instead."""
+    problems: list[str] = []
+    for f in dataclasses.fields(config):
+        choices = f.metadata["choices"]
+        value = getattr(config, f.name)
+        if choices and value not in choices:
+            problems.append(f"{flag(f.name)} is {value!r}; pass one of {', '.join(choices)}.")
+    if not (math.isfinite(config.gamma) and config.gamma >= 0):
+        problems.append(
+            f"{flag('gamma')} is {config.gamma}; γ is an entropy *penalty* (Eq. 7) and must be "
+            "a finite number >= 0 (paper: 0.1)."
+        )
+    if not (math.isfinite(config.conflict_weight) and config.conflict_weight >= 0):
+        problems.append(
+            f"{flag('conflict_weight')} is {config.conflict_weight}; λ on protected tokens must "
+            "be a finite number >= 0 (Eq. 5, paper: 2)."
+        )
+    if config.h_ini is not None and not (math.isfinite(config.h_ini) and config.h_ini >= 0):
+        problems.append(
+            f"{flag('h_ini')} is {config.h_ini}; an entropy in nats is finite and >= 0. Pass a "
+            "measured value or leave the flag out to measure it on the first prompts."
+        )
+    if config.h_ini_prompts < 1:
+        problems.append(
+            f"{flag('h_ini_prompts')} is {config.h_ini_prompts}; H_ini is measured on at least "
+            f"one prompt (paper: 100). Pass {flag('h_ini')} to skip the measurement instead."
+        )
+    if not (math.isfinite(config.reward_timeout) and config.reward_timeout > 0):
+        problems.append(
+            f"{flag('reward_timeout')} is {config.reward_timeout}; pass a number of seconds > 0 "
+            "(default 300)."
+        )
+    if config.collapse_patience < 1:
+        problems.append(
+            f"{flag('collapse_patience')} is {config.collapse_patience}; pass 1 or more."
+        )
+    return problems
