@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -28,7 +29,7 @@ class Scripted(BaseHTTPRequestHandler):
 
     fail_status = 503
     fail_first = 0
-    seen: list[dict] = []
+    seen: ClassVar[list[dict]] = []  # each test's fixture makes a subclass with its own list
 
     def log_message(self, *args: object) -> None:  # keep pytest's output clean
         pass
@@ -83,18 +84,22 @@ def test_retries_a_5xx_then_returns_rewards_in_input_order(scripted) -> None:
 def test_gives_up_after_the_retries_with_a_hint(scripted) -> None:
     url, handler = scripted
     handler.fail_first = 10
-    with RewardClient(url, retries=1) as client:
-        with pytest.raises(RewardServerError, match="failed after 2 attempts"):
-            client.get_reward(["x"], None, ["1"])
+    with (
+        RewardClient(url, retries=1) as client,
+        pytest.raises(RewardServerError, match="failed after 2 attempts"),
+    ):
+        client.get_reward(["x"], None, ["1"])
     assert len(handler.seen) == 2
 
 
 def test_a_refused_request_is_not_retried(scripted) -> None:
     url, handler = scripted
     handler.fail_first, handler.fail_status = 10, 401
-    with RewardClient(url, retries=3) as client:
-        with pytest.raises(RewardServerError, match="answered 401.*--reward-token"):
-            client.get_reward(["x"], None, ["1"])
+    with (
+        RewardClient(url, retries=3) as client,
+        pytest.raises(RewardServerError, match=r"answered 401.*--reward-token"),
+    ):
+        client.get_reward(["x"], None, ["1"])
     assert len(handler.seen) == 1
 
 
