@@ -52,6 +52,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gtpo.local_reward_server import free_port
+from reward_server.protocol import Reason
 
 PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
 END = "<|im_end|>"
@@ -738,7 +739,7 @@ class Hostile:
     detail: str = ""
     items: int = 1
     reward: float = 10.0
-    reason: str | None = None
+    reason: Reason | None = None
     method: str = "POST"
     path: str = "/v1/score"
 
@@ -836,21 +837,21 @@ def hostile_cases(
         Hostile("GET on a scoring route", _raw(b""), 405, "Method Not Allowed", method="GET"),
         # ---- accepted: every item answered, accuracy 0, within the timeout
         Hostile("empty lists", _json({"query": [], "prompts": [], "labels": []}), 200, items=0),
-        Hostile("1 MB answer", _answer("9" * 1_000_000), 200, reason="answer_too_long"),
-        Hostile("1 MB label", _answer("1", "9" * 1_000_000), 200, reason="reference_too_long"),
+        Hostile("1 MB answer", _answer("9" * 1_000_000), 200, reason=Reason.ANSWER_TOO_LONG),
+        Hostile("1 MB label", _answer("1", "9" * 1_000_000), 200, reason=Reason.REFERENCE_TOO_LONG),
         Hostile(
             "100,000 <answer> tags",
             _json({"query": ["<answer>" * 100_000], "labels": ["1"]}),
             200,
             reward=0.0,
-            reason="no_answer_block",
+            reason=Reason.NO_ANSWER_BLOCK,
         ),
         Hostile(
             "50,000 <reasoning> tags",
             _json({"query": ["<reasoning>" * 50_000 + "<answer>1</answer>"], "labels": ["1"]}),
             200,
             reward=1.5,
-            reason="format_not_met",
+            reason=Reason.FORMAT_NOT_MET,
         ),
         *(
             Hostile(f"LaTeX bomb {b}", _answer(b), 200)
@@ -866,15 +867,17 @@ def hostile_cases(
             "400 nested braces",
             _answer("{" * 400 + "1" + "}" * 400),
             200,
-            reason="answer_too_nested",
+            reason=Reason.ANSWER_TOO_NESTED,
         ),
         Hostile(
             "5,000 nested braces",
             _answer("{" * 5000 + "1" + "}" * 5000),
             200,
-            reason="answer_too_long",
+            reason=Reason.ANSWER_TOO_LONG,
         ),
-        Hostile("150 unclosed \\frac{", _answer("\\frac{" * 150), 200, reason="answer_too_nested"),
+        Hostile(
+            "150 unclosed \\frac{", _answer("\\frac{" * 150), 200, reason=Reason.ANSWER_TOO_NESTED
+        ),
         Hostile("control and bidi characters", _answer("\u202e\x00\x07\ufeff\x1b[2J1"), 200),
         *(
             Hostile(f"code as answer: {c[:40]}", _answer(c.format(marker=marker), "#### 0"), 200)
