@@ -20,14 +20,17 @@ import json
 import os
 import random
 import re
-import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+# The server launcher and the problem generator are the reliability harness's, which lives with
+# the tests (shared harnesses live in tests/, benchmarks import them); a benchmark runs as a
+# script, so the harness's folder goes on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reward_server"))
+from reliability_harness import problem, start_server, stop_server
 
 PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
 
@@ -40,39 +43,13 @@ class Item:
     correct: bool  # expected accuracy verdict when the format is full
 
 
-def _problem(rng: random.Random) -> tuple[str, list[str], list[str]]:
-    """(label, equivalent answer spellings, wrong answers) for one prompt."""
-    kind = rng.random()
-    if kind < 0.5:  # GSM8K: integer answers, with decorations
-        n = rng.randint(2, 50_000)
-        label = f"Some reasoning.\n#### {n}"
-        right = [str(n), f"{n:,}", f"\\${n}", f"{n}.00", f"\\boxed{{{n}}}", f"{n} dollars"]
-        wrong = [str(n + 1), str(n * 10), f"{n / 3:.2f}"]
-    elif kind < 0.7:  # MATH: fractions and decimals
-        a, b = rng.randint(1, 9), rng.choice([2, 4, 5, 8])
-        label = f"so the answer is $\\boxed{{\\frac{{{a}}}{{{b}}}}}$."
-        right = [f"\\frac{{{a}}}{{{b}}}", f"{a / b:g}", f"\\dfrac{{{a}}}{{{b}}}", f"{a}/{b}"]
-        wrong = [f"\\frac{{{a + 1}}}{{{b}}}", f"{a / b + 0.01:g}"]
-    elif kind < 0.9:  # MATH: radicals (these need sympy)
-        k = rng.choice([k for k in range(2, 400) if int(k**0.5) ** 2 != k])
-        label = f"$\\boxed{{\\frac{{\\sqrt{{{k}}}}}{{{k}}}}}$"
-        right = [f"\\frac{{1}}{{\\sqrt{{{k}}}}}", f"\\frac{{\\sqrt{{{k}}}}}{{{k}}}"]
-        wrong = [f"\\sqrt{{{k}}}", f"\\frac{{{k}}}{{\\sqrt{{{k + 1}}}}}"]
-    else:  # MATH: polynomials (sympy)
-        a = rng.randint(2, 300)
-        label = f"\\boxed{{x^2+{2 * a}x+{a * a}}}"
-        right = [f"(x+{a})^2", f"x^2+{2 * a}x+{a * a}", f"(x+{a})(x+{a})"]
-        wrong = [f"(x+{a})^3", f"x^2+{a * a}"]
-    return label, right, wrong
-
-
 def make_items(n: int, group: int, seed: int) -> list[Item]:
     """Groups of ``group`` completions per prompt; answers repeat within a group (as sampled
     completions do); a mix of correct, wrong and malformed completions."""
     rng = random.Random(seed)
     items: list[Item] = []
     while len(items) < n:
-        label, right, wrong = _problem(rng)
+        label, right, wrong = problem(rng)
         # A group samples from 2-3 distinct answers, so repeats are common.
         pool = [(rng.choice(right), True), (rng.choice(wrong), False), (rng.choice(right), True)]
         for _ in range(group):
@@ -91,60 +68,6 @@ def make_items(n: int, group: int, seed: int) -> list[Item]:
 
 
 # ---------------------------------------------------------------- server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _term_with_parent() -> None:
-    """In the server child before exec: SIGTERM it if this script dies (no orphan server)."""
-    import ctypes
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def start_server(
-    env_extra: dict[str, str], port: int | None = None, log: Path | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``python -m reward_server`` on 127.0.0.1 (a free port unless given) and wait for
-    ``/readyz``; its output goes to ``log`` (appended) or nowhere."""
-    port = port or _free_port()
-    env = {**os.environ, "GTPO_RS_LOG_LEVEL": "warning", **env_extra}
-    out = log.open("ab") if log is not None else subprocess.DEVNULL
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        preexec_fn=_term_with_parent if sys.platform.startswith("linux") else None,
-    )
-    if log is not None:
-        out.close()  # the child holds its own copy
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("reward server exited during start-up")
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("reward server not ready after 120 s")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def scrape(url: str) -> dict[str, float]:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FULL = 10.0
+from reward_server.protocol import ANSWER_CLOSE as A_CLOSE
+from reward_server.protocol import ANSWER_OPEN as A_OPEN
+from reward_server.protocol import FORMAT_MAX
+from reward_server.protocol import REASONING_CLOSE as R_CLOSE
+from reward_server.protocol import REASONING_OPEN as R_OPEN
+
 ONE_BLOCK = 1.0
 ONE_BLOCK_AND_TAGS = 1.5
-
-R_OPEN, R_CLOSE, A_OPEN, A_CLOSE = "<reasoning>", "</reasoning>", "<answer>", "</answer>"
 
 
 def _has_block(text: str, open_tag: str, close_tag: str) -> bool:
@@ -66,7 +69,7 @@ def score_format(response: str, strict: bool = False) -> FormatResult:
         both = _has_block(response, R_OPEN, R_CLOSE)
         return FormatResult(ONE_BLOCK_AND_TAGS if both else ONE_BLOCK, "several_answer_blocks")
     if _full_strict(response) if strict else _full_lenient(response):
-        return FormatResult(FULL, "ok")
+        return FormatResult(FORMAT_MAX, "ok")
 
     has_reasoning = _has_block(response, R_OPEN, R_CLOSE)
     if has_reasoning and has_answer:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from reward_server.protocol import Reason
+
 _HEDGES_TEXT = (
     "more less fewer least most about approximately approx around roughly nearly almost either "
     "maybe perhaps probably possibly likely over under than between estimate estimated circa "
@@ -78,7 +80,7 @@ def words(s: str) -> list[str]:
     return found
 
 
-def word_problem(answer: str, numeric: bool) -> str | None:
+def word_problem(answer: str, numeric: bool) -> Reason | None:
     """Why the words of ``answer`` make it no answer (``hedged_answer``, ``negated_answer``,
     ``multiplier_word``, ``prose_in_answer``), or None.
 
@@ -86,16 +88,16 @@ def word_problem(answer: str, numeric: bool) -> str | None:
     """
     found = set(words(answer))
     if found & NEGATIONS:  # checked first: "9 is incorrect" is a negation, not just prose
-        return "negated_answer"
+        return Reason.NEGATED_ANSWER
     if found & HEDGES:
-        return "hedged_answer"
+        return Reason.HEDGED_ANSWER
     if any(ch.isdigit() for ch in answer) and found & NUMBER_WORDS.keys():
-        return "several_candidates"  # "3 (or four)"
+        return Reason.SEVERAL_CANDIDATES  # "3 (or four)"
     multipliers = found & MULTIPLIERS
     if multipliers and not (numeric and multipliers <= NUMERIC_MULTIPLIERS.keys()):
-        return "multiplier_word"
+        return Reason.MULTIPLIER_WORD
     if found & PROSE:
-        return "prose_in_answer"
+        return Reason.PROSE_IN_ANSWER
     return None
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
+from reward_server.protocol import Reason
+
 log = logging.getLogger(__name__)
 
 Target = Callable[[str, str], tuple[bool, str]]
@@ -102,9 +104,9 @@ def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memo
         try:
             equal, reason = target(answer, reference)
         except MemoryError:
-            equal, reason, fatal = False, "worker_error", True
+            equal, reason, fatal = False, Reason.WORKER_ERROR, True
         except Exception:  # a parser bug must cost one answer, never the worker
-            equal, reason = False, "worker_error"
+            equal, reason = False, Reason.WORKER_ERROR
         try:
             conn.send((job_id, bool(equal), str(reason)))
         except (OSError, ValueError):
@@ -257,7 +259,7 @@ class VerifierPool:
             while not self._queue.empty():
                 job = self._queue.get_nowait()
                 if not job.fut.done():
-                    job.fut.set_result(PoolResult(False, "worker_error"))
+                    job.fut.set_result(PoolResult(False, Reason.WORKER_ERROR))
         with self._procs_lock:
             procs = list(self._procs)
         for proc in procs:
@@ -285,7 +287,7 @@ class VerifierPool:
         try:
             return await asyncio.wait_for(asyncio.shield(fut), max(0.0, deadline - now))
         except asyncio.TimeoutError:
-            result = PoolResult(False, "timeout" if job.started else "queue_timeout")
+            result = PoolResult(False, Reason.TIMEOUT if job.started else Reason.QUEUE_TIMEOUT)
             if not fut.done():
                 fut.set_result(result)  # a slot that takes the job later skips it
             return fut.result()
@@ -305,7 +307,7 @@ class VerifierPool:
                     worker = await self._check(worker, job)
                 except BaseException:
                     if not job.fut.done():  # the pool is closing: never leave a caller waiting
-                        job.fut.set_result(PoolResult(False, "worker_error"))
+                        job.fut.set_result(PoolResult(False, Reason.WORKER_ERROR))
                     raise
                 if self._max_tasks and worker.tasks >= self._max_tasks:
                     worker = await self._replace(worker, "recycle")

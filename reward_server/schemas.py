@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from reward_server.protocol import Reason
+
 # A label is the dataset's answer field: usually a string (GSM8K solution, MATH solution or bare
 # answer), sometimes a number. A JSON object or list is a client bug, not a label.
 Label = str | int | float | None
@@ -87,11 +89,7 @@ class ItemScore(BaseModel):
     format_score: float = Field(..., description="0, 1.0, 1.5 or 10.")
     format_reason: str = Field(..., description="ok, missing_answer, answer_not_last, ...")
     accuracy_score: float = Field(..., description="0 or 10.")
-    reason: str = Field(
-        ...,
-        description="Accuracy verdict: equivalent, not_equivalent, no_answer_block, empty_answer, "
-        "format_not_met, no_reference, timeout, worker_error, answer_too_long, ...",
-    )
+    reason: Reason = Field(..., description="Accuracy verdict: only ``equivalent`` earns accuracy.")
     reward: float = Field(..., description="format_score + accuracy_score.")
 
 
@@ -120,12 +118,7 @@ class EquivalentRequest(BaseModel):
 
 class EquivalentVerdict(BaseModel):
     equivalent: bool = Field(..., description="True only when ``reason`` is ``equivalent``.")
-    reason: str = Field(
-        ...,
-        description="equivalent, not_equivalent, empty_answer, no_reference, hedged_answer, "
-        "negated_answer, multiplier_word, unit_mismatch, false_equation, answer_huge_exponent, "
-        "timeout, queue_timeout, ...",
-    )
+    reason: Reason = Field(..., description="Why: only ``equivalent`` is equivalent.")
 
 
 class EquivalentResponse(BaseModel):

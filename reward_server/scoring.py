@@ -6,15 +6,15 @@ import asyncio
 import time
 
 from reward_server.extract import extract_answer, extract_reference, extract_response
-from reward_server.format import FULL, score_format
+from reward_server.format import score_format
+from reward_server.protocol import ACCURACY_CORRECT, FORMAT_MAX, Reason
 from reward_server.schemas import ItemScore, Label
 from reward_server.settings import Settings
 from reward_server.verify import Verifier
 
-ACCURACY = 10.0  # paper: accuracy reward is 0 or 10
 # Format verdicts that forbid accuracy whatever the settings: the completion holds a second
 # answer block, or text after its block, so the block scored may not be its final answer.
-NO_ACCURACY_FORMATS = frozenset({"several_answer_blocks", "answer_not_last"})
+NO_ACCURACY_FORMATS = frozenset({Reason.SEVERAL_ANSWER_BLOCKS, Reason.ANSWER_NOT_LAST})
 
 
 class Scorer:
@@ -35,21 +35,21 @@ class Scorer:
         answer = extract_answer(response)
         reference = extract_reference(label)
 
-        equal, reason = False, "not_equivalent"
+        equal, reason = False, Reason.NOT_EQUIVALENT
         if answer is None:
-            reason = "no_answer_block"
+            reason = Reason.NO_ANSWER_BLOCK
         elif not answer:
-            reason = "empty_answer"
+            reason = Reason.EMPTY_ANSWER
         elif reference is None:
-            reason = "no_reference"
+            reason = Reason.NO_REFERENCE
         elif fmt.reason in NO_ACCURACY_FORMATS:
-            reason = fmt.reason
-        elif self.settings.accuracy_requires_format and fmt.score < FULL:
-            reason = "format_not_met"
+            reason = Reason(fmt.reason)
+        elif self.settings.accuracy_requires_format and fmt.score < FORMAT_MAX:
+            reason = Reason.FORMAT_NOT_MET
         else:
             verdict = await self.verifier.check(answer, reference, deadline=deadline)
             equal, reason = verdict.equal, verdict.reason
-        accuracy = ACCURACY if equal else 0.0
+        accuracy = ACCURACY_CORRECT if equal else 0.0
         return ItemScore(
             response=response,
             answer=answer,

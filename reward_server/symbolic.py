@@ -21,6 +21,7 @@ from math_verify import LatexExtractionConfig, parse, verify
 from sympy import Basic, Expr, Float, I, Pow, Rational, Symbol, UnevaluatedExpr
 
 from reward_server.policy import equation_sides
+from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
         for left, right in itertools.pairwise(sides):
             equal, reason = _one_symbolic(left, right)
             if not equal:
-                return False, "false_equation" if reason == "not_equivalent" else reason
+                return False, Reason.FALSE_EQUATION if reason == Reason.NOT_EQUIVALENT else reason
         return _one_symbolic(sides[-1], reference)
     return _one_symbolic(answer, reference)
 
@@ -155,17 +156,17 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
 def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
     gold = _parse_latex(reference)
     if not gold:
-        return False, "unparsable_reference"
+        return False, Reason.UNPARSABLE_REFERENCE
     pred = _parse_latex(answer)
     if not pred:
-        return False, "unparsable_answer"
+        return False, Reason.UNPARSABLE_ANSWER
     # Percentages get special rules in math-verify (9% == 9): leave those to it.
     if len(gold) == 1 and len(pred) == 1 and "%" not in answer + reference:
         quick = _quick_verdict(gold[0], pred[0])
         if quick is not None:
-            return quick, "equivalent" if quick else "not_equivalent"
+            return quick, Reason.EQUIVALENT if quick else Reason.NOT_EQUIVALENT
     equal = verify(list(gold), list(pred), timeout_seconds=None)
-    return bool(equal), "equivalent" if equal else "not_equivalent"
+    return bool(equal), Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT
 
 
 _WARM_UP = (

@@ -22,6 +22,7 @@ from reward_server.normalize import (
     text_form,
 )
 from reward_server.pool import PoolResult, VerifierPool
+from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,10 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class Verdict:
-    """``equal`` is True only for ``equivalent``; every other reason scores 0."""
+    """``equal`` is True only for ``Reason.EQUIVALENT``; every other reason scores 0."""
 
     equal: bool
-    reason: str
+    reason: str  # a Reason value
     cached: bool = False
 
 
@@ -80,7 +81,7 @@ class Verifier:
             problem = complexity_violation(text, self._max_chars, self._max_nesting)
             problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
             if problem is not None:
-                return Verdict(False, f"{who}_{problem}")
+                return Verdict(False, Reason(f"{who}_{problem}"))
         return decide(canonical(answer), canonical(reference))
 
     async def check(self, answer: str, reference: str, *, deadline: float | None = None) -> Verdict:
@@ -90,7 +91,7 @@ class Verifier:
         if isinstance(key, Verdict):
             return key
         if self._pool is None:
-            return Verdict(False, "no_verifier")
+            return Verdict(False, Reason.NO_VERIFIER)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
@@ -107,11 +108,11 @@ class Verifier:
         try:
             result = await self._pool.run(key[0], key[1], deadline=deadline)
         except asyncio.CancelledError:
-            fut.set_result(PoolResult(False, "worker_error"))  # release the followers
+            fut.set_result(PoolResult(False, Reason.WORKER_ERROR))  # release the followers
             raise
         except Exception:
             log.exception("verification failed")
-            result = PoolResult(False, "worker_error")
+            result = PoolResult(False, Reason.WORKER_ERROR)
         finally:
             self._inflight.pop(key, None)
         fut.set_result(result)
@@ -122,9 +123,9 @@ class Verifier:
         return Verdict(result.equal, result.reason)
 
     def _cacheable(self, key: tuple[str, str], result: PoolResult) -> bool:
-        if result.reason in ("worker_error", "queue_timeout"):
+        if result.reason in (Reason.WORKER_ERROR, Reason.QUEUE_TIMEOUT):
             return False  # the machine's state, not the answer's: ask again next time
-        if result.reason != "timeout":
+        if result.reason != Reason.TIMEOUT:
             return True
         if key in self._timed_out_once:
             del self._timed_out_once[key]
@@ -139,9 +140,9 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
     """The answer policy, then the exact rules, on two canonical answers: a verdict, or the
     (value, value) pair left for the symbolic check (units and assignments removed)."""
     if not answer or not reference:
-        return Verdict(False, "empty_answer" if not answer else "no_reference")
+        return Verdict(False, Reason.EMPTY_ANSWER if not answer else Reason.NO_REFERENCE)
     if answer == reference:
-        return Verdict(True, "equivalent")
+        return Verdict(True, Reason.EQUIVALENT)
     if text_form(reference) is None:  # a worded reference ("no solution") is compared as words
         problem = policy.word_problem(answer, numeric=parse_number(answer) is not None)
         if problem is not None:
@@ -153,18 +154,18 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
     elif sides is not None and ref_sides is None:
         for left, right in itertools.pairwise(sides):
             if fast_equivalent(left, right) is False:
-                return Verdict(False, "false_equation")  # "13 = 12": not an answer
+                return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
         if len(sides) > 1 and not all(fast_equivalent(x, y) for x, y in itertools.pairwise(sides)):
             return answer, reference  # "20 - 8 = 12": the pool checks every step
         answer = sides[-1]
     value, unit = policy.split_unit(answer)
     ref_value, ref_unit = policy.split_unit(reference)
     if unit is not None and ref_unit is not None and unit != ref_unit:
-        return Verdict(False, "unit_mismatch")
+        return Verdict(False, Reason.UNIT_MISMATCH)
     decided = fast_equivalent(value, ref_value)
     if decided is None:
         return value, ref_value
-    return Verdict(decided, "equivalent" if decided else "not_equivalent")
+    return Verdict(decided, Reason.EQUIVALENT if decided else Reason.NOT_EQUIVALENT)
 
 
 def equivalent_inline(

@@ -54,8 +54,8 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from gtpo.demo.reward_client import check_loopback
     from gtpo.demo.run import preset, run_demo
+    from gtpo.local_reward_server import check_loopback
 
     for name in ("steps", "sft_steps"):
         value = getattr(args, name)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from gtpo.cli import main as gtpo_main
 from gtpo.demo.run import preset
+from gtpo.local_reward_server import free_port
 
 QUICK = preset("quick")
 METHODS = ("gtpo", "grpo")
@@ -30,12 +30,6 @@ def _gtpo_command() -> list[str]:
         return [str(script)]  # the console script from [project.scripts]
     found = shutil.which("gtpo")
     return [found] if found else [sys.executable, "-m", "gtpo.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _counter(url: str, name: str, route: str | None = None) -> float:
@@ -50,7 +44,7 @@ def _counter(url: str, name: str, route: str | None = None) -> float:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     with open(log, "wb") as sink:
         proc = subprocess.Popen(

@@ -12,12 +12,12 @@ import torch
 
 from gtpo import LN2, conflict_weights, entropy_filter, grpo_loss, gtpo_loss
 from gtpo.demo.model import Policy, build_model, completion_logits, left_pad
-from gtpo.demo.reward_client import Rewards
 from gtpo.demo.run import make_policy
 from gtpo.demo.task import corpus, demonstration, make_split
 from gtpo.demo.tokenizer import build_tokenizer
 from gtpo.demo.trainer import RLConfig, group_advantages, measure_h_ini, rl_step
 from gtpo.demo.warmstart import warm_start
+from gtpo.reward_client import Rewards
 from reward_server.extract import extract_answer
 from reward_server.format import score_format
 

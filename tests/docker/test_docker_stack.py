@@ -15,7 +15,6 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -25,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from gtpo.local_reward_server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ["-f", str(REPO / "compose.yaml"), "-f", str(REPO / "compose.hostnet.yaml")]
@@ -53,12 +54,6 @@ def sh(cmd: list[str], *, timeout: float, env: dict | None = None) -> subprocess
     )
     assert out.returncode == 0, f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout[-6000:]}"
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def host_ca_bundle() -> str | None:

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from gtpo.local_reward_server import free_port
 
 SPECIAL = ["[PAD]", "[UNK]", "</s>"]
 CHAIN = ["<reasoning>", "think", "</reasoning>", "<answer>", "</answer>"]
@@ -31,16 +32,10 @@ CHAT_TEMPLATE = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def reward_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``python -m reward_server`` on a free loopback port, ready (``/readyz``) before use."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GTPO_RS_")}
     env.update({"GTPO_RS_VERIFY_WORKERS": "1", "GTPO_RS_LOG_LEVEL": "warning"})
     log = tmp_path_factory.mktemp("reward") / "server.log"

@@ -17,7 +17,7 @@ import pytest
 
 import gtpo.eval.generate as generate_module
 from gtpo.cli import main as gtpo_main
-from gtpo.eval.score import RewardClient, RewardServerError
+from gtpo.reward_client import RewardClient, RewardServerError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VALUE = {"1/2": Fraction(1, 2), "0.5": Fraction(1, 2), "\\frac{1}{2}": Fraction(1, 2), "3": 3}
@@ -192,4 +192,4 @@ def test_unreachable_reward_server_fails_with_a_hint() -> None:
         port = s.getsockname()[1]
     client = RewardClient(f"http://127.0.0.1:{port}", retries=0)
     with pytest.raises(RewardServerError, match="is the reward server running"):
-        client.score_batch(["x"], None, ["1"])
+        client.verdicts_batch(["x"], None, ["1"])

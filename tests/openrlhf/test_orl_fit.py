@@ -46,7 +46,7 @@ import torch  # noqa: E402
 from fit_harness import TEMPERATURE, G, base_argv, build_fixture, run_fit  # noqa: E402
 from paper_reference import reference_delta, reference_weights  # noqa: E402
 
-from gtpo.demo.reward_client import LocalRewardServer  # noqa: E402
+from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
 
 STEPS = 3  # 12 prompts, 4 per step
 

@@ -1,6 +1,6 @@
 """Reward calls through an outage: OpenRLHF's own client, and GTPO's retrying one.
 
-Real reward servers on 127.0.0.1 (`gtpo.demo.reward_client.LocalRewardServer`, the same
+Real reward servers on 127.0.0.1 (`gtpo.local_reward_server.LocalRewardServer`, the same
 `python -m reward_server` a user starts), real OpenRLHF 0.11 executor classes. Only the vLLM
 engine is scripted (it needs a GPU): it returns fixed completion tokens. The end-to-end version
 (a 10 s outage inside PPOTrainer.fit) is in test_orl_fit.py.
@@ -19,7 +19,7 @@ import pytest
 
 agent = pytest.importorskip("openrlhf.utils.agent")
 
-from gtpo.demo.reward_client import LocalRewardServer  # noqa: E402
+from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
 from gtpo.openrlhf.rewards import (  # noqa: E402
     RewardServiceUnavailable,
     post_with_retry,

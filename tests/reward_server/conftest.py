@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,36 +16,31 @@ from types import ModuleType
 import httpx
 import pytest
 
-HANG = "\\hang"  # the test-only answer that makes a verification worker sleep forever
+from gtpo.local_reward_server import free_port
 
-# The reliability harness (item mix, load driver, fault injection, hostile cases) lives in
-# benchmarks/ so that the benchmark prints the figures the slow tests assert on.
-HARNESS_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "reward_server_reliability.py"
+# The harnesses of this folder (reliability_harness.py, deadline_harness.py) are imported by the
+# tests as top-level modules (--import-mode=importlib does not put test folders on sys.path), and
+# by the benchmarks, which print the figures the slow tests assert on.
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
+
+import reliability_harness
+from reliability_harness import HANG, term_with_parent
+
 # A file that the code-like hostile answers would create if anything ever evaluated them.
 CODE_MARKER = Path(tempfile.gettempdir()) / f"gtpo-rs-code-ran-{os.getpid()}"
-
-
-def _load_harness() -> ModuleType:
-    name = "reward_server_reliability"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HARNESS_PATH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``hostile_case``: every hand-written hostile request of the harness, one test each."""
     if "hostile_case" in metafunc.fixturenames:
-        cases = _load_harness().hostile_cases(str(CODE_MARKER))
+        cases = reliability_harness.hostile_cases(str(CODE_MARKER))
         metafunc.parametrize("hostile_case", cases, ids=[c.name for c in cases])
 
 
 @pytest.fixture(scope="session")
 def harness() -> ModuleType:
-    return _load_harness()
+    return reliability_harness
 
 
 @pytest.fixture
@@ -55,19 +48,6 @@ def code_marker() -> Iterator[Path]:
     CODE_MARKER.unlink(missing_ok=True)
     yield CODE_MARKER
     CODE_MARKER.unlink(missing_ok=True)
-
-
-def _term_with_parent() -> None:
-    """In the child before exec: SIGTERM it if pytest dies (a killed CI job leaves no server)."""
-    import ctypes
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def alive(pid: int) -> bool:
@@ -109,7 +89,7 @@ def start_server(tmp_dir: Path, env: dict[str, str] | None = None, script: bool 
         env=full_env,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
-        preexec_fn=_term_with_parent if sys.platform.startswith("linux") else None,
+        preexec_fn=term_with_parent if sys.platform.startswith("linux") else None,
     )
     server = Server(f"http://127.0.0.1:{port}", proc, log)
     deadline = time.monotonic() + 90
@@ -160,7 +140,7 @@ def rs_tools() -> object:
     """Helpers for test modules (they cannot import conftest under --import-mode=importlib)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(HANG=HANG, descendants=_load_harness().descendants, alive=alive)
+    return SimpleNamespace(HANG=HANG, descendants=reliability_harness.descendants, alive=alive)
 
 
 @pytest.fixture

@@ -5,30 +5,15 @@ answer comes back within the verification timeout + 0.5 s of being sent."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
+import deadline_harness as DEADLINE  # tests/reward_server/, on sys.path (see conftest.py)
 import pytest
 
 from reward_server.guard import bomb
 from reward_server.verify import Verifier
 
 TIMEOUT_S = 1.0  # GTPO_RS_VERIFY_TIMEOUT_S of the `server` fixture
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "reward_server_deadline.py"
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("reward_server_deadline", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reward_server_deadline"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-DEADLINE = _bench()
 
 
 @pytest.mark.parametrize("answer", DEADLINE.BOMBS)

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from reward_server.format import score_format
+from reward_server.protocol import Reason
 from reward_server.scoring import Scorer
 from reward_server.settings import Settings
 from reward_server.verify import Verifier
@@ -88,20 +89,20 @@ def _score(settings: Settings, response: str, label: object) -> tuple[float, flo
 
 def test_accuracy_requires_full_format_by_default() -> None:
     s = Settings(verify_workers=1)
-    assert _score(s, R + A, "#### 5") == (10.0, 10.0, "equivalent")
-    assert _score(s, R + "<answer>6</answer>", "#### 5") == (10.0, 0.0, "not_equivalent")
-    assert _score(s, A, "5") == (1.0, 0.0, "format_not_met")
-    assert _score(s, R, "5") == (1.0, 0.0, "no_answer_block")
-    assert _score(s, R + "<answer> </answer>", "5") == (10.0, 0.0, "empty_answer")
-    assert _score(s, R + A, None) == (10.0, 0.0, "no_reference")
+    assert _score(s, R + A, "#### 5") == (10.0, 10.0, Reason.EQUIVALENT)
+    assert _score(s, R + "<answer>6</answer>", "#### 5") == (10.0, 0.0, Reason.NOT_EQUIVALENT)
+    assert _score(s, A, "5") == (1.0, 0.0, Reason.FORMAT_NOT_MET)
+    assert _score(s, R, "5") == (1.0, 0.0, Reason.NO_ANSWER_BLOCK)
+    assert _score(s, R + "<answer> </answer>", "5") == (10.0, 0.0, Reason.EMPTY_ANSWER)
+    assert _score(s, R + A, None) == (10.0, 0.0, Reason.NO_REFERENCE)
 
 
 def test_accuracy_without_format_gate_and_strict_setting() -> None:
     s = Settings(verify_workers=1, accuracy_requires_format=False)
-    assert _score(s, A, "5") == (1.0, 10.0, "equivalent")
+    assert _score(s, A, "5") == (1.0, 10.0, Reason.EQUIVALENT)
     # Even without the gate, a second block or text after the block earns no accuracy.
-    assert _score(s, R + "<answer>4</answer>" + A, "5") == (1.5, 0.0, "several_answer_blocks")
-    assert _score(s, R + A + " Hope this helps!", "5") == (1.5, 0.0, "answer_not_last")
+    assert _score(s, R + "<answer>4</answer>" + A, "5") == (1.5, 0.0, Reason.SEVERAL_ANSWER_BLOCKS)
+    assert _score(s, R + A + " Hope this helps!", "5") == (1.5, 0.0, Reason.ANSWER_NOT_LAST)
     strict = Settings(verify_workers=1, strict_format=True)
-    assert _score(strict, "Sure. " + R + A, "5") == (1.5, 0.0, "format_not_met")
-    assert _score(strict, R + A, 5) == (10.0, 10.0, "equivalent")
+    assert _score(strict, "Sure. " + R + A, "5") == (1.5, 0.0, Reason.FORMAT_NOT_MET)
+    assert _score(strict, R + A, 5) == (10.0, 10.0, Reason.EQUIVALENT)

@@ -1,7 +1,7 @@
 """Hostile input against a real server: every request gets a clear 4xx or a 0-accuracy verdict
 within the verification timeout, nothing is ever evaluated, and without the token nothing is
-scored. The cases live in benchmarks/reward_server_reliability.py (the benchmark prints them as
-figures); conftest.py makes one test of each."""
+scored. The cases live in reliability_harness.py (benchmarks/reward_server_reliability.py prints
+them as figures); conftest.py makes one test of each."""
 
 from __future__ import annotations
 

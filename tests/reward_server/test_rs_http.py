@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from reliability_harness import HANG  # the servers' hang hook (see conftest.py)
 
 R = "<reasoning>\nwork\n</reasoning>\n"
 PROMPT = "<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n"
@@ -18,9 +19,6 @@ PROMPT = "<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n"
 def q(response: str) -> str:
     """What OpenRLHF sends: prompt + response decoded with special tokens."""
     return PROMPT + response + "<|im_end|>"
-
-
-HANG = "\\hang"  # GTPO_RS_DEBUG_HANG_ANSWER of the test servers (see conftest.py)
 
 
 def post(server, path: str, body: object, **kw) -> httpx.Response:

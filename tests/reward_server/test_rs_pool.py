@@ -6,10 +6,10 @@ import asyncio
 import os
 import time
 
+from reliability_harness import HANG  # tests/reward_server/, on sys.path (conftest.py)
+
 from reward_server.pool import VerifierPool
 from reward_server.verify import Verifier, symbolic_equivalent
-
-HANG = "\\hang"
 
 
 def _alive(pid: int) -> bool:

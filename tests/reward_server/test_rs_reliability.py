@@ -1,7 +1,7 @@
 """The reward server under load with faults, and through restarts under OpenRLHF's own client.
 
-Slow (CI stage 2). Each test starts real servers on 127.0.0.1 through the harness in
-benchmarks/reward_server_reliability.py (which prints the same figures as a table) and asserts
+Slow (CI stage 2). Each test starts real servers on 127.0.0.1 through reliability_harness.py
+(benchmarks/reward_server_reliability.py prints the same figures as a table) and asserts
 that nothing was lost, misrouted or scored wrong.
 """
 

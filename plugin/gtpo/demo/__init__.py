@@ -3,6 +3,6 @@ with GTPO and with GRPO side by side on CPU, every reward fetched from the HTTP 
 
 Modules, in the order a run uses them: `task` (problems, reasoning styles, noisy
 demonstrations), `tokenizer` (local BPE), `model` (the policy, sampling), `warmstart` (SFT),
-`reward_client` (the server over HTTP), `trainer` (the GTPO/GRPO loop), `evaluate` (pass@k,
+`trainer` (the GTPO/GRPO loop), `evaluate` (pass@k,
 maj@k), `report` (plots and summary), `run` (orchestration).
 """

@@ -13,12 +13,10 @@ from collections import Counter
 import torch
 
 from gtpo.demo.model import Policy, sample
-from gtpo.demo.reward_client import RewardClient
 from gtpo.demo.task import A_CLOSE, A_OPEN, STYLES, Problem, style_of
 from gtpo.eval import maj_at_k, pass_at_k
-
-FULL_FORMAT = 10.0
-FULL_ACCURACY = 10.0
+from gtpo.reward_client import RewardClient
+from reward_server.protocol import FORMAT_MAX, is_correct
 
 
 def extract_answer(response: str) -> str | None:
@@ -52,8 +50,8 @@ def evaluate(
 
     greedy = sample(policy.model, prompts, policy.eos_id, policy.pad_id, max_new_tokens, 0.0)
     scored = client.score(texts, [policy.decode(c) for c in greedy], labels, per_request=16)
-    results["greedy_accuracy"] = _share(scored.accuracy, FULL_ACCURACY)
-    results["greedy_format"] = _share(scored.format, FULL_FORMAT)
+    results["greedy_accuracy"] = _share([is_correct(a) for a in scored.accuracy])
+    results["greedy_format"] = _share([f == FORMAT_MAX for f in scored.format])
 
     generator = torch.Generator().manual_seed(seed)
     rows = [ids for ids in prompts for _ in range(n)]
@@ -67,16 +65,16 @@ def evaluate(
         [lab for lab in labels for _ in range(n)],
         per_request=n,
     )
-    results["sampled_accuracy"] = _share(scored.accuracy, FULL_ACCURACY)
-    results["format_rate"] = _share(scored.format, FULL_FORMAT)
+    correct = [is_correct(a) for a in scored.accuracy]
+    results["sampled_accuracy"] = _share(correct)
+    results["format_rate"] = _share([f == FORMAT_MAX for f in scored.format])
     results["mean_length"] = sum(len(c) for c in sampled) / len(sampled)
     styles = Counter(style_of(r) for r in responses)
     for style in (*STYLES, "other"):
         results[f"style_{style}"] = styles[style] / len(responses)
 
-    correct = [a == FULL_ACCURACY for a in scored.accuracy]
     answers = [
-        extract_answer(r) if f == FULL_FORMAT else None
+        extract_answer(r) if f == FORMAT_MAX else None
         for r, f in zip(responses, scored.format, strict=True)
     ]
     for k in range(1, n + 1):
@@ -90,5 +88,5 @@ def evaluate(
     return results
 
 
-def _share(values: list[float], full: float) -> float:
-    return sum(v == full for v in values) / len(values) if values else 0.0
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0

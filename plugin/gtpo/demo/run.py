@@ -25,11 +25,12 @@ from tokenizers import Tokenizer
 from gtpo.demo.evaluate import evaluate
 from gtpo.demo.model import Policy, build_model
 from gtpo.demo.report import write_metrics_tables, write_report
-from gtpo.demo.reward_client import LocalRewardServer, RewardClient, request_count
 from gtpo.demo.task import Problem, corpus, make_split
 from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer, check_round_trip
 from gtpo.demo.trainer import RLConfig, measure_h_ini, train, training_order
 from gtpo.demo.warmstart import warm_start
+from gtpo.local_reward_server import LocalRewardServer, check_loopback
+from gtpo.reward_client import RewardClient, request_count
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ def run_demo(config: DemoConfig) -> dict:
 
     with ExitStack() as stack:
         if config.reward_url:
-            url = config.reward_url
+            url = check_loopback(config.reward_url)
             server = None
         else:
             # Started first: it warms its verification workers while the warm start trains.

@@ -21,7 +21,12 @@ import random
 import re
 from dataclasses import dataclass
 
-R_OPEN, R_CLOSE, A_OPEN, A_CLOSE = "<reasoning>", "</reasoning>", "<answer>", "</answer>"
+from reward_server.protocol import ANSWER_CLOSE as A_CLOSE
+from reward_server.protocol import ANSWER_OPEN as A_OPEN
+from reward_server.protocol import REASONING_CLOSE as R_CLOSE
+from reward_server.protocol import REASONING_OPEN as R_OPEN
+from reward_server.protocol import formatted
+
 TAGS = (R_OPEN, R_CLOSE, A_OPEN, A_CLOSE)
 
 # Seed of the problem set. Fixed (not the training seed) so that every run, whatever its
@@ -156,13 +161,13 @@ def reasoning_text(problem: Problem, style: str, values: list[int]) -> str:
 def format_completion(reasoning: str, answer: str, broken: str | None = None) -> str:
     """The paper's format, or one of `BROKEN_FORMATS` (each scores < 10 on the server)."""
     if broken is None:
-        return f"{R_OPEN}{reasoning}{R_CLOSE}{A_OPEN}{answer}{A_CLOSE}"
+        return formatted(reasoning, answer)
     if broken == "no_reasoning_close":
         return f"{R_OPEN}{reasoning}{A_OPEN}{answer}{A_CLOSE}"
     if broken == "no_answer_tags":
         return f"{R_OPEN}{reasoning}{R_CLOSE}{answer}"
     if broken == "trailing_text":
-        return f"{R_OPEN}{reasoning}{R_CLOSE}{A_OPEN}{answer}{A_CLOSE} so {answer}"
+        return f"{formatted(reasoning, answer)} so {answer}"
     if broken == "no_reasoning":
         return f"{A_OPEN}{answer}{A_CLOSE}"
     if broken == "answer_first":

@@ -38,8 +38,8 @@ from gtpo import (
     token_logprobs_and_entropy,
 )
 from gtpo.demo.model import Policy, completion_logits, sample
-from gtpo.demo.reward_client import RewardClient
 from gtpo.demo.task import Problem
+from gtpo.reward_client import RewardClient
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ pass@k, maj@k, format rate, mean reward → JSON, markdown, plot.
 Per sample the reward server gives the extracted answer, the format score (0..10), the accuracy
 score (0 or 10) and why. A sample is *correct* when its accuracy score is 10 — the training
 reward's own criterion, so the format gate applies as in training. A sample *votes* in maj@k when
-the server judged its answer (`score.NON_VOTING` lists the reasons that exclude it).
+the server judged its answer (`reward_server.protocol.NON_VOTING` lists the reasons that exclude
+it).
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from typing import Any
 from gtpo.eval.generate import GenerationCache, Sampling, generate
 from gtpo.eval.metrics import maj_at_k_from_labels, pass_at_k
 from gtpo.eval.report import markdown_table, plot, write_json
-from gtpo.eval.score import NON_VOTING, RewardClient
+from gtpo.reward_client import RewardClient
+from reward_server.protocol import FORMAT_MAX, NON_VOTING, is_correct
 
 log = logging.getLogger(__name__)
-
-FULL_FORMAT = 10.0
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def summarize(
     reasons: Counter[str] = Counter()
     formats = rewards = accurate = 0.0
     for prompt_verdicts, prompt_labels in zip(verdicts, labels, strict=True):
-        correct = [v["accuracy_score"] > 0 for v in prompt_verdicts]
+        correct = [is_correct(v["accuracy_score"]) for v in prompt_verdicts]
         label_correct: dict[int, bool] = {}
         for label, ok in zip(prompt_labels, correct, strict=True):
             if label is not None:
@@ -130,8 +130,8 @@ def summarize(
             majs[k] += maj_at_k_from_labels(prompt_labels, label_correct, k)
         for v in prompt_verdicts:
             reasons[v["reason"]] += 1
-            formats += v["format_score"] >= FULL_FORMAT
-            accurate += v["accuracy_score"] > 0
+            formats += v["format_score"] >= FORMAT_MAX
+            accurate += is_correct(v["accuracy_score"])
             rewards += v["reward"]
     prompts, samples = len(items), len(items) * n
     return {
@@ -167,7 +167,7 @@ def evaluate_model(
         vllm_kwargs={"tensor_parallel_size": config.tensor_parallel_size},
     )  # fmt: skip
 
-    flat = client.score(
+    flat = client.verdicts(
         [p + c for p, texts in zip(prompts, completions, strict=True) for c in texts],
         [p for p in prompts for _ in range(n)],
         [item.label for item in items for _ in range(n)],
@@ -209,16 +209,15 @@ def evaluate(config: EvalConfig) -> list[dict[str, Any]]:
 
     items = load_eval_data(config.data, config.input_key, config.label_key, config.limit)
     config.out.mkdir(parents=True, exist_ok=True)
-    client = RewardClient(
+    results = []
+    with RewardClient(
         config.reward_url, token=config.reward_token,
         batch_size=config.score_batch_size, concurrency=config.score_concurrency,
-    )  # fmt: skip
-    client.wait_ready()  # fail before generating, not after
-
-    results = []
-    for model, name in zip(config.models, names, strict=True):
-        log.info("evaluating %s (%s) on %d prompts × %d samples", name, model, len(items), n)
-        results.append(evaluate_model(model, name, items, config, client))
+    ) as client:  # fmt: skip
+        client.wait_ready()  # fail before generating, not after
+        for model, name in zip(config.models, names, strict=True):
+            log.info("evaluating %s (%s) on %d prompts × %d samples", name, model, len(items), n)
+            results.append(evaluate_model(model, name, items, config, client))
 
     settings = asdict(config)
     settings = json.loads(json.dumps(settings, default=str))

@@ -26,10 +26,11 @@ from typing import Any
 
 import aiohttp
 
+from gtpo.reward_client import backoff_delays
+
 logger = logging.getLogger(__name__)
 
-FIRST_BACKOFF_S = 0.5
-MAX_BACKOFF_S = 8.0
+MAX_BACKOFF_S = 8.0  # the backoff starts at gtpo.reward_client's 0.5 s and doubles up to this
 REQUEST_TIMEOUT_S = 180.0  # one request, as OpenRLHF's client allows
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -92,7 +93,8 @@ async def post_with_retry(
     on an answer that retrying cannot fix.
     """
     started = time.monotonic()
-    backoff = FIRST_BACKOFF_S
+    delays = backoff_delays(max_s=MAX_BACKOFF_S)
+    backoff = next(delays)
     attempt = 0
     while True:
         url = urls[attempt % len(urls)]
@@ -135,4 +137,4 @@ async def post_with_retry(
             )
         OUTAGES.failed(url, error, timeout_s)
         await asyncio.sleep(backoff)
-        backoff = min(2 * backoff, MAX_BACKOFF_S)
+        backoff = next(delays)

@@ -1,0 +1,117 @@
+"""The service's ASGI middleware: body size limit, request-id echo, request metrics.
+
+Pure ASGI classes (no per-request task, unlike ``BaseHTTPMiddleware``); ``app.py`` adds them.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from reward_server.metrics import Metrics
+
+
+class BodySizeLimit:
+    """Reject bodies over ``max_bytes`` with 413: at once by Content-Length, else while reading a
+    chunked upload (which has none). The body is read here, up to the limit, and replayed to the
+    app: every route needs all of it to parse the JSON anyway."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = f"request body exceeds {self.max_bytes} bytes (GTPO_RS_MAX_BODY_BYTES)"
+        await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._reject(scope, receive, send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._reject(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class EchoRequestId:
+    """Return the client's ``X-Request-ID`` header on its response, so that a client, a proxy
+    or a log can match every answer to its request (ids over 200 bytes are not echoed)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = None
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", []):
+                if name == b"x-request-id" and len(value) <= 200:
+                    request_id = value
+        if request_id is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (b"x-request-id", request_id)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class RequestMetrics:
+    """Count requests and time them per route (pure ASGI: no extra task per request). Paths
+    outside ``routes`` are counted as ``other``, so that a scan of random URLs cannot grow the
+    metrics' label set."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, routes: frozenset[str]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route = scope["path"] if scope["path"] in self.routes else "other"
+        start = time.perf_counter()
+        code = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            self.metrics.requests.labels(route, str(code)).inc()
+            self.metrics.latency.labels(route).observe(time.perf_counter() - start)

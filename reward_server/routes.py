@@ -1,0 +1,231 @@
+"""The routes of the reward service (an ``APIRouter``) and the dependencies they take.
+
+The scorer, the verifier, the pool and the settings come in as one ``Service`` dependency that
+``app.py`` builds at start-up; token auth is a dependency of every scoring route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, ValidationError
+
+from reward_server.extract import extract_reference
+from reward_server.metrics import Metrics, exposition
+from reward_server.pool import VerifierPool
+from reward_server.protocol import Reason
+from reward_server.schemas import (
+    EquivalentRequest,
+    EquivalentResponse,
+    EquivalentVerdict,
+    ErrorResponse,
+    ExtraLogs,
+    ItemScore,
+    RewardRequest,
+    RewardResponse,
+    ScoreResponse,
+)
+from reward_server.scoring import Scorer
+from reward_server.settings import Settings
+from reward_server.verify import Verifier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Service:
+    """What the routes use: built once per app by ``create_app``, kept in ``app.state``."""
+
+    settings: Settings
+    metrics: Metrics
+    pool: VerifierPool
+    verifier: Verifier
+    scorer: Scorer
+
+
+def service(request: Request) -> Service:
+    return request.app.state.service
+
+
+ServiceDep = Annotated[Service, Depends(service)]
+
+
+async def require_token(request: Request, svc: ServiceDep) -> None:
+    """Bearer-token auth when ``GTPO_RS_API_TOKEN`` is set. OpenRLHF's client sends no
+    headers, so ``?token=...`` in the URL is accepted as well."""
+    if svc.settings.api_token is None:
+        return
+    token = svc.settings.api_token.get_secret_value()
+    header = request.headers.get("authorization", "")
+    given = header[7:].strip() if header.lower().startswith("bearer ") else None
+    given = given or request.query_params.get("token")
+    if given is None or not hmac.compare_digest(given.encode(), token.encode()):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing or wrong API token: send 'Authorization: Bearer <token>' or ?token=",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
+    """Parse the JSON body whatever its Content-Type (curl -d sends form-urlencoded), with
+    pydantic's errors turned into one clear 422."""
+    try:
+        return model.model_validate_json(await request.body())
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]
+        ) from None
+
+
+async def read_request(request: Request) -> RewardRequest:
+    return await _parse_body(request, RewardRequest)
+
+
+async def read_pairs(request: Request) -> EquivalentRequest:
+    return await _parse_body(request, EquivalentRequest)
+
+
+def _check_batch(n: int, settings: Settings) -> None:
+    if n > settings.max_batch_size:
+        raise HTTPException(
+            413,
+            f"batch of {n} items exceeds the limit of "
+            f"{settings.max_batch_size} (GTPO_RS_MAX_BATCH_SIZE)",
+        )
+
+
+def format_validation_error(exc: RequestValidationError) -> str:
+    """One readable line per problem: ``body.query[2]: Input should be a valid string``."""
+    lines = []
+    for err in exc.errors():
+        loc = ""
+        for part in err.get("loc", ()):
+            loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "json_invalid":
+            error = err.get("ctx", {}).get("error", msg)
+            lines.append(f"request body is not valid JSON ({error})")
+            continue
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(lines)
+
+
+async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    return JSONResponse(status_code=422, content={"detail": format_validation_error(exc)})
+
+
+async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    # Never a stack trace to the client; the log has it.
+    log.exception("unhandled error on %s", request.url.path)
+    return JSONResponse(status_code=500, content={"detail": "internal error (see server log)"})
+
+
+router = APIRouter()
+
+
+def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> Any:
+    """A token-protected POST route whose JSON body is parsed by hand (``_parse_body``), so
+    its schema is documented here for OpenAPI."""
+    return router.post(
+        path,
+        response_model=response_model,
+        dependencies=[Depends(require_token)],
+        responses={code: {"model": ErrorResponse} for code in (401, 413, 422)},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": body.model_json_schema()}},
+            }
+        },
+    )
+
+
+async def _score_counted(body: RewardRequest, svc: Service) -> list[ItemScore]:
+    """Both scoring routes: limits checked, items scored in order, verdicts counted."""
+    _check_batch(len(body.query), svc.settings)
+    items = await svc.scorer.score_batch(body.query, body.prompts, body.labels)
+    svc.metrics.items.inc(len(items))
+    for it in items:
+        svc.metrics.verdicts.labels(it.reason).inc()
+        svc.metrics.format_scores.labels(it.format_reason).inc()
+    return items
+
+
+@_post("/get_reward", RewardResponse, RewardRequest)
+async def get_reward(
+    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep
+) -> RewardResponse:
+    """OpenRLHF's remote reward protocol: total reward = format (0..10) + accuracy (0/10)."""
+    items = await _score_counted(body, svc)
+    rewards = [it.reward for it in items]
+    return RewardResponse(
+        rewards=rewards,
+        scores=rewards,
+        extra_logs=ExtraLogs(
+            format_reward=[it.format_score for it in items],
+            accuracy_reward=[it.accuracy_score for it in items],
+        ),
+    )
+
+
+@_post("/v1/score", ScoreResponse, RewardRequest)
+async def score(
+    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep
+) -> ScoreResponse:
+    """Same scoring as /get_reward with the full verdict of every item."""
+    return ScoreResponse(results=await _score_counted(body, svc))
+
+
+@_post("/v1/equivalent", EquivalentResponse, EquivalentRequest)
+async def equivalent(
+    body: Annotated[EquivalentRequest, Depends(read_pairs)], svc: ServiceDep
+) -> EquivalentResponse:
+    """Answer/reference pairs in, verdicts out: the checker behind the accuracy reward, with
+    the same answer policy, cost guard and deadline (what ``gtpo eval`` groups maj@k by)."""
+    _check_batch(len(body.pairs), svc.settings)
+    deadline = time.perf_counter() + svc.settings.verify_timeout_s  # from the batch's arrival
+
+    async def one(answer: str, label: str) -> EquivalentVerdict:
+        reference = extract_reference(label)
+        if not answer.strip():
+            return EquivalentVerdict(equivalent=False, reason=Reason.EMPTY_ANSWER)
+        if reference is None:
+            return EquivalentVerdict(equivalent=False, reason=Reason.NO_REFERENCE)
+        verdict = await svc.verifier.check(answer, reference, deadline=deadline)
+        return EquivalentVerdict(equivalent=verdict.equal, reason=verdict.reason)
+
+    results = await asyncio.gather(*(one(p.answer, p.reference) for p in body.pairs))
+    return EquivalentResponse(results=list(results))
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is alive and serving HTTP."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", responses={503: {"description": "Workers still starting"}})
+async def readyz(svc: ServiceDep) -> JSONResponse:
+    """Ready when the verification workers are warmed up."""
+    if svc.pool.ready:
+        return JSONResponse({"status": "ready", "workers": svc.settings.verify_workers})
+    return JSONResponse({"status": "starting"}, status_code=503)
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
+async def prometheus(svc: ServiceDep) -> Response:
+    body, content_type = exposition(svc.metrics)
+    return Response(body, media_type=content_type)
+
+
+# Every path the router serves (the request metrics label other paths "other").
+ROUTE_PATHS = frozenset(route.path for route in router.routes if hasattr(route, "path"))
