@@ -122,8 +122,9 @@ class GTPOConfig:
     )
     h_ini_prompts: int = knob(
         100,
-        "measure H_ini (Eq. 6) before the first update on the first N training prompts, G "
-        "completions each (paper: 100); costs N×G extra generations and reward calls once",
+        "measure H_ini (Eq. 6) once, before the first update, on the first N training "
+        "prompts (paper: 100); gtpo-openrlhf samples G completions of each, which costs N×G "
+        "extra generations and reward calls",
         metavar="N",
         symbol="H_ini",
         equation="Eq. 6",
