@@ -12,7 +12,27 @@ import logging
 import sys
 from pathlib import Path
 
-ABLATIONS = ("no-conflict", "no-filter", "no-entropy")
+from gtpo.config import ABLATIONS, GTPOConfigError, add_arguments, flag, namespace_values
+
+# GTPOConfig fields the demo does not act on, so it offers no flag for them: it trains GTPO and
+# GRPO side by side (no --gtpo.algo), its reward client has its own retries and it keeps no
+# entropy-collapse monitor.
+DEMO_UNUSED_KNOBS = ("algo", "reward_timeout", "collapse_patience")
+
+
+def _ablation_help() -> str:
+    """`--ablation`'s help, written from `config.ABLATIONS` (the one list of ablations)."""
+    spelled = [
+        f"{name} ({' '.join(_as_flag(knob, value) for knob, value in overrides.items())})"
+        for name, overrides in ABLATIONS.items()
+    ]
+    return "run GTPO without one of its parts: " + ", ".join(spelled)
+
+
+def _as_flag(knob: str, value: object) -> str:
+    if value is True:
+        return flag(knob)
+    return f"{flag(knob)} {value:g}" if isinstance(value, float) else f"{flag(knob)} {value}"
 
 
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
@@ -33,11 +53,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--steps", type=int, default=None, help="RL steps (default 150, quick 6)")
     parser.add_argument("--lr", type=float, default=None, help="RL learning rate (default 5e-5)")
-    parser.add_argument(
-        "--ablation", choices=ABLATIONS, default=None,
-        help="run GTPO without one of its parts: λ ≡ 1 (no-conflict), δ ≡ 1 (no-filter), γ = 0 "
-        "(no-entropy)",
-    )  # fmt: skip
+    parser.add_argument("--ablation", choices=tuple(ABLATIONS), default=None, help=_ablation_help())
     parser.add_argument(
         "--reward-url", default=None, metavar="URL",
         help="use a reward server already running on this machine (http://127.0.0.1:PORT) "
@@ -50,6 +66,14 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--sft-steps", type=int, default=None, help="warm-start SFT steps (default 600, quick 100)"
     )
+    knobs = parser.add_argument_group(
+        "GTPO knobs",
+        "the --gtpo.* flags of gtpo-openrlhf (default: the paper's values); the GRPO run "
+        "ignores them",
+    )
+    # No defaults in the namespace: a knob left out keeps the preset's value (--quick measures
+    # H_ini on fewer prompts).
+    add_arguments(knobs, exclude=DEMO_UNUSED_KNOBS, defaults=False)
     parser.set_defaults(handler=_run_demo)
 
 
@@ -68,16 +92,20 @@ def _run_demo(args: argparse.Namespace) -> int:
             check_loopback(args.reward_url)
         except ValueError as err:
             raise SystemExit(f"gtpo demo: {err}") from None
-    config = preset(
-        "quick" if args.quick else "default",
-        out=args.out,
-        seeds=tuple(dict.fromkeys(args.seeds)) if args.seeds else None,
-        steps=args.steps,
-        lr=args.lr,
-        ablation=args.ablation,
-        reward_url=args.reward_url,
-        sft_steps=args.sft_steps,
-    )
+    try:
+        config = preset(
+            "quick" if args.quick else "default",
+            gtpo_values=namespace_values(args),
+            ablation=args.ablation,
+            out=args.out,
+            seeds=tuple(dict.fromkeys(args.seeds)) if args.seeds else None,
+            steps=args.steps,
+            lr=args.lr,
+            reward_url=args.reward_url,
+            sft_steps=args.sft_steps,
+        )
+    except GTPOConfigError as err:
+        raise SystemExit(f"gtpo demo: {err}") from None
     run_demo(config)
     return 0
 

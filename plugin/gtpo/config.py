@@ -1,13 +1,22 @@
 """GTPOConfig: every GTPO knob, declared once.
 
 Each field carries its default, its help text and, where it has one, its paper symbol and
-equation. Everything else derives from it: the OpenRLHF launcher's `--gtpo.*` flags, the demo's
-command line and trainer, and the TRL trainer's arguments. The flag spelling is the same
-everywhere (`--gtpo.gamma 0`, `--gtpo.entropy_filter off`, `--gtpo.no_conflict`), so a command
-line moves between the demo and a cluster unchanged.
+equation. Everything else derives from it: the OpenRLHF launcher's `--gtpo.*` flags
+(`gtpo.openrlhf.flags`), the demo's command line and trainer (`gtpo demo`), and the TRL
+trainer's arguments. The flag spelling is the same everywhere (`--gtpo.gamma 0`,
+`--gtpo.entropy_filter off`, `--gtpo.no_conflict`), so a command line moves between the demo and
+a cluster unchanged. `gtpo.objective.gtpo_terms` is the one function that turns a config into
+λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7); every trainer calls it.
 
-Adding a knob: add a field here (with `knob(...)`), a check in `_problems` if it has a valid
-range, a test in tests/gtpo/test_config.py, and a line in docs/ — nothing else.
+Adding a knob:
+- a field here, made with `knob(default, help, symbol=, equation=)` (its `--gtpo.<name>` flag,
+  its default and its help follow in every front end);
+- a range check in `_problems` if some values cannot run (every front end reports it with the
+  flag's name);
+- if it shapes λ, δ or γ, read it in `gtpo_terms` (every trainer then applies it);
+- a test in tests/gtpo/test_config.py and a row in docs/core-api.md (a test checks that table
+  lists every field).
+Nothing else: the launchers, the demo and the trainers take their flags and values from here.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,8 +122,9 @@ class GTPOConfig:
     )
     h_ini_prompts: int = knob(
         100,
-        "measure H_ini (Eq. 6) before the first update on the first N training prompts, G "
-        "completions each (paper: 100); costs N×G extra generations and reward calls once",
+        "measure H_ini (Eq. 6) once, before the first update, on the first N training "
+        "prompts (paper: 100); gtpo-openrlhf samples G completions of each, which costs N×G "
+        "extra generations and reward calls",
         metavar="N",
         symbol="H_ini",
         equation="Eq. 6",
@@ -161,8 +171,17 @@ class GTPOConfig:
         if name is None:
             return self
         if name not in ABLATIONS:
-            raise GTPOConfigError(f"ablation must be one of {sorted(ABLATIONS)}, got {name!r}")
+            raise GTPOConfigError(f"--ablation must be one of {', '.join(ABLATIONS)}, got {name!r}")
         return dataclasses.replace(self, **ABLATIONS[name])
+
+    @property
+    def ablations(self) -> tuple[str, ...]:
+        """The names in `ABLATIONS` this config has switched on, in `ABLATIONS` order."""
+        return tuple(
+            name
+            for name, overrides in ABLATIONS.items()
+            if all(getattr(self, knob) == value for knob, value in overrides.items())
+        )
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> GTPOConfig:
@@ -176,12 +195,7 @@ class GTPOConfig:
     @classmethod
     def from_namespace(cls, namespace: Any) -> GTPOConfig:
         """Build from an argparse namespace filled by `add_arguments` (dests `gtpo.<field>`)."""
-        values = {}
-        for f in dataclasses.fields(cls):
-            dest = _dest(f.name)
-            if hasattr(namespace, dest):
-                values[f.name] = getattr(namespace, dest)
-        return cls(**values)
+        return cls(**namespace_values(namespace))
 
 
 # GTPO without one of its parts, as named in the demo's `--ablation` shorthand and in reports.
@@ -201,10 +215,40 @@ def flag(name: str) -> str:
     return FLAG_PREFIX + name
 
 
-def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """Add one `--gtpo.<field>` flag per GTPOConfig field (dest `gtpo.<field>`)."""
+def namespace_values(namespace: Any) -> dict[str, Any]:
+    """The GTPOConfig fields present in an argparse namespace filled by `add_arguments`.
+
+    With `add_arguments(..., defaults=False)` these are exactly the flags on the command line.
+    """
+    values = {}
     for f in dataclasses.fields(GTPOConfig):
+        dest = _dest(f.name)
+        if hasattr(namespace, dest):
+            values[f.name] = getattr(namespace, dest)
+    return values
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    exclude: Collection[str] = (),
+    defaults: bool = True,
+) -> None:
+    """Add one `--gtpo.<field>` flag per GTPOConfig field (dest `gtpo.<field>`).
+
+    `exclude` names fields a front end has no use for (the demo runs GTPO and GRPO side by
+    side, so it takes no `--gtpo.algo`); a flag that would be ignored is not offered. With
+    `defaults=False` a flag left off the command line leaves no attribute, so a front end with
+    its own presets can tell a given value from a default (`namespace_values`).
+    """
+    unknown = set(exclude) - {f.name for f in dataclasses.fields(GTPOConfig)}
+    if unknown:
+        raise ValueError(f"exclude names unknown GTPOConfig fields {sorted(unknown)}")
+    for f in dataclasses.fields(GTPOConfig):
+        if f.name in exclude:
+            continue
         meta = f.metadata
+        default = f.default if defaults else argparse.SUPPRESS
         helptext = meta["help"]
         if meta["symbol"] and meta["equation"] and meta["equation"] not in helptext:
             helptext = f"{helptext} [{meta['symbol']}, {meta['equation']}]"
@@ -213,7 +257,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
                 flag(f.name),
                 dest=_dest(f.name),
                 action="store_true",
-                default=f.default,
+                default=default,
                 help=helptext,
             )
             continue
@@ -223,7 +267,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
             type=meta["type"],
             choices=meta["choices"],
             metavar=meta["metavar"],
-            default=f.default,
+            default=default,
             help=helptext + f" (default: {f.default})",
         )
 

@@ -178,3 +178,17 @@ def test_cli_refuses_a_remote_reward_url_and_bad_numbers(capsys):
     with pytest.raises(SystemExit):
         gtpo_main(["demo", "--ablation", "no-kl"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_cli_takes_the_gtpo_flags_of_gtpo_openrlhf(capsys):
+    """One vocabulary: the demo's knobs are GTPOConfig's --gtpo.* flags, checked the same way."""
+    with pytest.raises(SystemExit, match=r"--gtpo\.gamma is -1\.0; .* must be a finite number"):
+        gtpo_main(["demo", "--gtpo.gamma", "-1"])
+    with pytest.raises(SystemExit):
+        gtpo_main(["demo", "--gtpo.algo", "grpo"])  # the demo trains both methods itself
+    assert "unrecognized arguments: --gtpo.algo" in capsys.readouterr().err
+    # --ablation is a shorthand for the same knobs, and names the run either way.
+    shorthand = preset("quick", ablation="no-filter")
+    spelled = preset("quick", gtpo_values={"entropy_filter": "off"})
+    assert shorthand.gtpo == spelled.gtpo and shorthand.gtpo.ablations == ("no-filter",)
+    assert shorthand.gtpo.h_ini_prompts == QUICK.gtpo.h_ini_prompts == 32  # the preset's

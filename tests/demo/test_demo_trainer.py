@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from gtpo import LN2, conflict_weights, entropy_filter, grpo_loss, gtpo_loss
+from gtpo import LN2, GTPOConfig, conflict_weights, entropy_filter, grpo_loss, gtpo_loss
 from gtpo.demo.model import Policy, build_model, completion_logits, left_pad
 from gtpo.demo.run import make_policy
 from gtpo.demo.task import corpus, demonstration, make_split
@@ -111,7 +111,7 @@ def test_gtpo_step_is_eq7_of_the_core(setup, h_ini):
     policy, split = setup
     policy = copy.copy(policy)
     policy.model = copy.deepcopy(policy.model)
-    cfg = RLConfig(method="gtpo", group_size=G, max_grad_norm=1e9, gamma=0.1)
+    cfg = RLConfig(method="gtpo", group_size=G, max_grad_norm=1e9, gtpo=GTPOConfig(gamma=0.1))
     before, metrics, batch, update = _step(policy, _problems(split), cfg, h_ini)
     assert float((batch.advantages != 0).float().mean()) > 0  # the batch has a signal
 
@@ -173,7 +173,8 @@ def test_ablations_switch_off_one_part_each(setup):
     for ablation in (None, "no-conflict", "no-filter", "no-entropy"):
         p = copy.copy(policy)
         p.model = copy.deepcopy(policy.model)
-        cfg = RLConfig(method="gtpo", group_size=G, max_grad_norm=1e9, ablation=ablation)
+        knobs = GTPOConfig().with_ablation(ablation)
+        cfg = RLConfig(method="gtpo", group_size=G, max_grad_norm=1e9, gtpo=knobs)
         before, metrics, batch, _ = _step(p, problems, cfg, h_ini)
         logprobs, mean_entropy, ids, mask = _reference_terms(before, batch, p.pad_id)
         advantages = batch.advantages.double()
@@ -189,9 +190,10 @@ def test_ablations_switch_off_one_part_each(setup):
         expected = _eq7_by_hand(logprobs, mean_entropy, advantages, mask, weights, keep, gamma)
         assert metrics["loss"] == pytest.approx(float(expected.detach()), abs=1e-5), ablation
         assert metrics["filtered_frac"] == pytest.approx(float((keep == 0).double().mean()))
-    assert RLConfig(method="gtpo", ablation="no-conflict").label == "gtpo-no-conflict"
+    knobs = GTPOConfig().with_ablation("no-conflict")
+    assert RLConfig(method="gtpo", gtpo=knobs).label == "gtpo-no-conflict"
     with pytest.raises(ValueError, match="--ablation"):
-        RLConfig(ablation="no-kl")
+        RLConfig(gtpo=GTPOConfig().with_ablation("no-kl"))
 
 
 def test_group_advantages_hand_case():

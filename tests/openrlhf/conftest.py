@@ -2,7 +2,8 @@
 
 OpenRLHF imports `flash_attn` and `vllm` at module level; neither installs without CUDA. When
 they are missing, `tests/standins` (minimal modules, see its README) is appended to sys.path —
-appended, so a real install always wins. Everything else is the real OpenRLHF 0.11.
+appended, so a real install always wins. Everything else is the real OpenRLHF (the release
+`gtpo.openrlhf.compat` names).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ subprocess, with three differences that only the machine forces (no GPU, no vLLM
 - `--vllm.sync_backend gloo` and `--ds.attn_implementation sdpa` are passed;
 - DS_ACCELERATOR=cpu: DeepSpeed runs on the CPU (gloo, its JIT-built CPU Adam).
 
-Everything else is the real thing: OpenRLHF 0.11's train_ppo_ray, its Ray actor groups,
+Everything else is the real thing: OpenRLHF's train_ppo_ray, its Ray actor groups,
 create_vllm_engines and RolloutRayActor (around the stand-in engine), the agent executor and its
 HTTP reward call to this project's reward server, PPOTrainer.fit(), DeepSpeed ZeRO, the weight
 broadcast, checkpoints, TensorBoard.

@@ -1,8 +1,12 @@
-"""The start-up check against the installed OpenRLHF."""
+"""compat.py: the start-up check against the installed OpenRLHF, and the facts it declares
+(internals overridden, settings read, tensor layout) against the real OpenRLHF."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
+import torch
 
 pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
@@ -38,3 +42,92 @@ def test_launcher_exits_2_when_openrlhf_does_not_fit(monkeypatch, caplog):
         main(["--actor.model_name_or_path", "m"])
     assert exit_info.value.code == 2
     assert "supports OpenRLHF 0.11.x, found 0.10.4" in caplog.text
+
+
+def _resolve(module_name: str, dotted: str):
+    obj = importlib.import_module(module_name)
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def test_every_openrlhf_method_the_adapter_overrides_is_declared_in_compat():
+    """compat.REQUIRED is the list a new release is checked against: an override missing from
+    it would let a renamed OpenRLHF method switch GTPO off without an error."""
+    from gtpo.openrlhf import actors
+
+    declared = [_resolve(m, a) for m, attrs in compat.REQUIRED.items() for a in attrs]
+    subclasses = (
+        actors.GTPOPolicyModelActor,
+        actors.GTPOActorPPOTrainer,
+        actors.GTPOExperienceMaker,
+        actors.GTPOPPOTrainer,
+        actors.RetryingRewardExecutor,
+        actors.GTPORolloutActor,
+    )
+    overrides = []
+    for cls in subclasses:
+        base = cls.__mro__[1]
+        for name, value in vars(cls).items():
+            # Constructors are called with the arguments OpenRLHF passes; the others must exist.
+            if callable(value) and name != "__init__" and hasattr(base, name):
+                overrides.append(f"{cls.__name__}.{name}")
+                assert any(getattr(base, name) is d for d in declared), f"{cls.__name__}.{name}"
+    assert len(overrides) >= 10  # the check saw the overrides
+
+
+def test_a_setting_train_ppo_ray_no_longer_has_is_named(monkeypatch):
+    gone = compat.Arg("train.no_such_setting")
+    monkeypatch.setattr(compat, "ARGS", (*compat.ARGS, gone))
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=r"flag --train\.no_such_setting"):
+        compat.check_openrlhf()
+
+
+def test_every_setting_the_adapter_reads_is_declared_in_compat():
+    """No module of the adapter spells an OpenRLHF setting's path itself."""
+    import re
+    from pathlib import Path
+
+    import gtpo.openrlhf
+
+    package = Path(gtpo.openrlhf.__file__).parent
+    for path in package.glob("*.py"):
+        if path.name == "compat.py":
+            continue
+        spelled = re.findall(
+            r"args\.(?:actor|algo|rollout|train|ds|vllm|reward)\.\w+", path.read_text()
+        )
+        assert spelled == [], f"{path.name} reads {spelled}; declare them as compat.Arg"
+
+
+def test_arg_reads_and_sets_hierarchized_args(openrlhf_args):
+    args = openrlhf_args("--rollout.n_samples_per_prompt", "4")
+    assert compat.GROUP_SIZE.get(args) == args.rollout.n_samples_per_prompt == 4
+    compat.LOSS_AGG_MODE.set(args, compat.TOKEN_MEAN)
+    assert args.actor.loss_agg_mode == compat.TOKEN_MEAN
+    assert compat.KL_COEF.flag == "--algo.kl.init_coef"
+
+
+def test_tensor_layout_matches_openrlhf_actor():
+    """compat's slicing picks, for each action position, the token OpenRLHF's Actor scores there
+    and the logits it scores it with: its log-probs are rebuilt from them exactly."""
+    from types import SimpleNamespace
+
+    from test_orl_entropy import tiny_actor
+
+    actor = tiny_actor()
+    sequences = torch.randint(1, 32, (3, 9), generator=torch.Generator().manual_seed(4))
+    attention_mask = torch.ones_like(sequences)
+    action_mask = torch.zeros(3, 6, dtype=torch.bool)
+    for row, n in enumerate((2, 4, 6)):
+        action_mask[row, 6 - n :] = True
+    with torch.no_grad():
+        log_probs, output = actor(sequences, action_mask, attention_mask, return_output=True)
+        logits = compat.forward_logits(output)
+    ids, mask = compat.completion_ids(SimpleNamespace(sequences=sequences, action_mask=action_mask))
+    assert ids.shape == mask.shape == log_probs.shape
+    per_position = torch.log_softmax(logits.float(), dim=-1)
+    rebuilt = compat.action_positions(per_position, action_mask).gather(-1, ids[..., None])
+    torch.testing.assert_close(rebuilt.squeeze(-1)[mask], log_probs[mask], rtol=1e-5, atol=1e-5)
+    advantages = torch.arange(18.0).view(3, 6)
+    assert compat.first_action_value(advantages, mask).tolist() == [4.0, 8.0, 12.0]

@@ -1,4 +1,4 @@
-"""GTPO inside OpenRLHF 0.11's real training loop, end to end on CPU (slow stage).
+"""GTPO inside OpenRLHF's real training loop, end to end on CPU (slow stage).
 
 Each run is `gtpo-openrlhf …` in a subprocess (fit_harness.py): OpenRLHF's train_ppo_ray, its
 Ray actor groups, create_vllm_engines and RolloutRayActor, its agent executor calling this

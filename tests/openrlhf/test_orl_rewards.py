@@ -1,7 +1,7 @@
 """Reward calls through an outage: OpenRLHF's own client, and GTPO's retrying one.
 
 Real reward servers on 127.0.0.1 (`gtpo.local_reward_server.LocalRewardServer`, the same
-`python -m reward_server` a user starts), real OpenRLHF 0.11 executor classes. Only the vLLM
+`python -m reward_server` a user starts), real OpenRLHF executor classes. Only the vLLM
 engine is scripted (it needs a GPU): it returns fixed completion tokens. The end-to-end version
 (a 10 s outage inside PPOTrainer.fit) is in test_orl_fit.py.
 """
@@ -113,7 +113,7 @@ def execute(executor) -> dict:
 
 
 def test_openrlhf_executor_drops_the_reward_when_the_server_is_down():
-    """What GTPO guards against: OpenRLHF 0.11 retries 5 times 1 s apart, then returns the
+    """What GTPO guards against: OpenRLHF retries 5 times 1 s apart, then returns the
     sample with reward None (logged at INFO only) for the trainer to fail on later."""
     started = time.monotonic()
     output = execute(agent.SingleTurnAgentExecutor(remote_rm_url=dead_url()))

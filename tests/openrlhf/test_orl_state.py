@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from gtpo import LN2  # noqa: E402
 from gtpo.openrlhf.actors import GTPOPPOTrainer  # noqa: E402
-from gtpo.openrlhf.flags import GTPOSettings  # noqa: E402
+from gtpo.openrlhf.flags import gtpo_config  # noqa: E402
 from gtpo.openrlhf.state import CLIENT_STATE_KEY, EntropyMonitor  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def bare_trainer(args, group, h_ini=None) -> GTPOPPOTrainer:
     """A GTPOPPOTrainer without its Ray/tokenizer/dataset set-up, for the checkpoint methods."""
     trainer = object.__new__(GTPOPPOTrainer)
     trainer.args = args
-    trainer.gtpo = GTPOSettings.from_args(args)
+    trainer.gtpo = gtpo_config(args)
     trainer.actor_model_group = group
     trainer.critic_model_group = None
     trainer.wandb_logger = trainer.tensorboard_logger = None

@@ -14,14 +14,17 @@ import json
 import logging
 import multiprocessing
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer
 
+from gtpo import GTPOConfig
 from gtpo.demo.evaluate import evaluate
 from gtpo.demo.model import Policy, build_model
 from gtpo.demo.report import write_metrics_tables, write_report
@@ -37,29 +40,38 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """What one `gtpo demo` run does. `PRESETS` hold the default and the --quick sizes."""
+    """What one `gtpo demo` run does. `PRESETS` hold the default and the --quick sizes.
+
+    `gtpo` holds GTPO's knobs (the `--gtpo.*` flags and the `--ablation` shorthand), including
+    H_ini's prompt count; the GRPO run takes none of them but λ's weight for its logged
+    conflict fractions.
+    """
 
     out: Path = Path("gtpo-demo")
     seeds: tuple[int, ...] = (0,)
     steps: int = 150
     lr: float = 5e-5
-    ablation: str | None = None
     reward_url: str | None = None
     sft_steps: int = 600
     n_train: int = 4000
     eval_prompts: int = 64
     eval_samples: int = 8  # k up to 8 for pass@k and maj@k
-    h_ini_prompts: int = 100  # the paper: the first 100 training prompts
     prompts_per_step: int = 8
     group_size: int = 8
     max_new_tokens: int = 48
     quick: bool = False
+    gtpo: GTPOConfig = field(default_factory=GTPOConfig)
 
 
 PRESETS: dict[str, dict] = {
     "default": {},
     # About 30 s of compute: enough to exercise every stage, not to learn much.
-    "quick": {"steps": 6, "sft_steps": 100, "eval_prompts": 16, "h_ini_prompts": 32},
+    "quick": {
+        "steps": 6,
+        "sft_steps": 100,
+        "eval_prompts": 16,
+        "gtpo": GTPOConfig(h_ini_prompts=32),
+    },
 }
 
 
@@ -166,7 +178,10 @@ def run_demo(config: DemoConfig) -> dict:
 
         labels = [_label(config, m) for m in ("gtpo", "grpo")]
         results: dict = {
-            "config": _jsonable(asdict(config)),
+            # "ablation": the `--ablation` names the GTPO knobs amount to, as in the labels.
+            "config": _jsonable(
+                {**asdict(config), "ablation": "-".join(config.gtpo.ablations) or None}
+            ),
             "reward_url": "local" if server is not None else url,
             "methods": labels,
             "h_ini": {},
@@ -213,13 +228,7 @@ def _run_seed(
     checkpoint = out / "runs" / f"warm_start-seed{seed}.pt"
     torch.save(policy.model.state_dict(), checkpoint)
 
-    order = training_order(split.train, seed)
-    h_ini = measure_h_ini(
-        policy, order[: config.h_ini_prompts], config.max_new_tokens,
-        torch.Generator().manual_seed(seed),
-    )  # fmt: skip
-    log.info("seed %d: H_ini = %.3f nats (ln 2 = 0.693) on the first %d training prompts",
-             seed, h_ini, config.h_ini_prompts)  # fmt: skip
+    h_ini = _h_ini(config, seed, split, policy)
     eval_seed = 10_000 + seed  # same held-out samples' randomness before and after RL
     before = evaluate(
         policy, split.heldout, client, config.eval_samples, config.max_new_tokens, eval_seed
@@ -235,8 +244,8 @@ def _run_seed(
             group_size=config.group_size,
             max_new_tokens=config.max_new_tokens,
             lr=config.lr,
-            ablation=config.ablation if method == "gtpo" else None,
             seed=seed,
+            gtpo=config.gtpo,
         )
         jobs.append(
             RLJob(
@@ -260,8 +269,23 @@ def _run_seed(
     return runs
 
 
+def _h_ini(config: DemoConfig, seed: int, split, policy: Policy) -> float:
+    """H_ini of Eq. 6: --gtpo.h_ini if given, else measured on the first training prompts."""
+    if config.gtpo.h_ini is not None:
+        log.info("seed %d: H_ini = %.3f nats (--gtpo.h_ini)", seed, config.gtpo.h_ini)
+        return config.gtpo.h_ini
+    prompts = config.gtpo.h_ini_prompts
+    order = training_order(split.train, seed)
+    h_ini = measure_h_ini(
+        policy, order[:prompts], config.max_new_tokens, torch.Generator().manual_seed(seed)
+    )
+    log.info("seed %d: H_ini = %.3f nats (ln 2 = 0.693) on the first %d training prompts",
+             seed, h_ini, prompts)  # fmt: skip
+    return h_ini
+
+
 def _label(config: DemoConfig, method: str) -> str:
-    return RLConfig(method=method, ablation=config.ablation if method == "gtpo" else None).label
+    return RLConfig(method=method, gtpo=config.gtpo).label
 
 
 def _brief(metrics: dict[str, float]) -> str:
@@ -279,7 +303,20 @@ def _jsonable(value):
     return value
 
 
-def preset(name: str, **overrides) -> DemoConfig:
-    """The default or quick configuration with the given fields replaced (None: keep)."""
+def preset(
+    name: str,
+    *,
+    gtpo_values: Mapping[str, Any] | None = None,
+    ablation: str | None = None,
+    **overrides: Any,
+) -> DemoConfig:
+    """The default or quick configuration with the given fields replaced (None: keep).
+
+    `gtpo_values` replaces GTPOConfig fields of the preset's knobs (the `--gtpo.*` flags given),
+    then `ablation` (one of `config.ABLATIONS`) is applied on top. Raises GTPOConfigError for a
+    knob GTPOConfig refuses.
+    """
     config = replace(DemoConfig(), **PRESETS[name], quick=name == "quick")
-    return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    knobs = replace(config.gtpo, **dict(gtpo_values or {})).with_ablation(ablation)
+    return replace(config, gtpo=knobs)

@@ -7,7 +7,8 @@ Read it top to bottom, CleanRL style. One step:
 2. fetch every reward from the reward server (``POST /get_reward``, OpenRLHF's shape);
 3. group-normalise the rewards into advantages A_i = (R_i − mean R) / std R (Sec. 3);
 4. one forward pass gives log π(o_{i,t}|s_{i,t}) and the token entropies; the loss comes from
-   the `gtpo` core: λ (Eq. 5), δ (Eq. 6) and Eq. 7 for GTPO, Eq. 1 with β = 0 for GRPO;
+   the `gtpo` core: λ (Eq. 5), δ (Eq. 6) and γ from `gtpo_terms(cfg.gtpo, ...)` into Eq. 7 for
+   GTPO, Eq. 1 with β = 0 for GRPO;
 5. one optimiser step (one policy iteration per batch, so the ratio is 1 and no KL).
 
 Both methods log the same diagnostics (conflict-token fractions, entropy, filtered share) so
@@ -20,7 +21,7 @@ import json
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -29,12 +30,13 @@ from transformers import LlamaForCausalLM
 
 from gtpo import (
     LN2,
+    GTPOConfig,
     completion_entropy,
     conflict_weights,
-    entropy_filter,
     grpo_loss,
     gtpo_loss,
     gtpo_metrics,
+    gtpo_terms,
     token_logprobs_and_entropy,
 )
 from gtpo.demo.model import Policy, completion_logits, sample
@@ -44,12 +46,15 @@ from gtpo.reward_client import RewardClient
 log = logging.getLogger(__name__)
 
 METHODS = ("gtpo", "grpo")
-ABLATIONS = ("no-conflict", "no-filter", "no-entropy")
 
 
 @dataclass(frozen=True)
 class RLConfig:
-    """Hyper-parameters of one RL run. Defaults: the paper's G = 8, γ = 0.1, T = 1.0, β = 0."""
+    """Hyper-parameters of one RL run. Defaults: the paper's G = 8, γ = 0.1, T = 1.0, β = 0.
+
+    `method` is the demo's choice (it trains both side by side); `gtpo` holds GTPO's knobs
+    (γ, λ, δ and the ablations), which the GTPO run passes to `gtpo_terms`.
+    """
 
     method: str = "gtpo"
     steps: int = 150
@@ -58,18 +63,19 @@ class RLConfig:
     temperature: float = 1.0
     max_new_tokens: int = 48
     lr: float = 5e-5
-    gamma: float = 0.1  # entropy penalty γ of Eq. 7 (GTPO only)
-    conflict_weight: float = 2.0  # λ on protected tokens of positive completions (Eq. 5)
     clip_eps: float = 0.2  # inactive with one iteration per batch (ratio = 1)
     max_grad_norm: float = 1.0
-    ablation: str | None = None  # GTPO without one of its parts
     seed: int = 0
+    gtpo: GTPOConfig = field(default_factory=GTPOConfig)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.ablation is not None and self.ablation not in ABLATIONS:
-            raise ValueError(f"--ablation must be one of {ABLATIONS}, got {self.ablation!r}")
+        if not self.gtpo.is_gtpo:
+            raise ValueError(
+                f"gtpo.algo is {self.gtpo.algo!r}; the demo picks the method with `method` and "
+                "takes only the knobs from its GTPOConfig (leave algo at 'gtpo')"
+            )
         if self.group_size < 2:
             raise ValueError(
                 f"group_size G must be >= 2 for group advantages, got {self.group_size}"
@@ -79,9 +85,10 @@ class RLConfig:
 
     @property
     def label(self) -> str:
-        """Name in logs and plots: ``gtpo``, ``grpo`` or ``gtpo-no-filter``."""
-        if self.method == "gtpo" and self.ablation:
-            return f"gtpo-{self.ablation}"
+        """Name in logs and plots: ``gtpo``, ``grpo`` or ``gtpo-no-filter`` (the ablations of
+        `config.ABLATIONS` the GTPO run's knobs amount to)."""
+        if self.method == "gtpo" and self.gtpo.ablations:
+            return "-".join(("gtpo", *self.gtpo.ablations))
         return self.method
 
 
@@ -118,28 +125,24 @@ def policy_loss(
     mean_entropy = completion_entropy(token_entropy, mask)  # ⟨H⟩_i (Sec. 4.2)
     old_logprobs = logprobs.detach()  # one policy iteration per batch: π_θ = π_θold, ratio 1
     advantages = batch.advantages
-    # λ of Eq. 5 for every run: GTPO trains with it, GRPO only logs how many tokens it marks.
-    weights = conflict_weights(ids, mask, advantages, cfg.group_size, cfg.conflict_weight)
-    logged = gtpo_metrics(weights, advantages, mask, torch.ones_like(advantages), mean_entropy)
+    # λ of Eq. 5 for every run, logged: GTPO trains with it (unless λ ≡ 1 is its ablation),
+    # GRPO only logs how many tokens it marks.
+    marked = conflict_weights(ids, mask, advantages, cfg.group_size, cfg.gtpo.conflict_weight)
+    logged = gtpo_metrics(marked, advantages, mask, torch.ones_like(advantages), mean_entropy)
 
     if cfg.method == "gtpo":
-        if cfg.ablation == "no-conflict":
-            weights = mask.float()  # λ ≡ 1
-        if cfg.ablation == "no-filter":
-            keep = torch.ones_like(mean_entropy)  # δ ≡ 1
-        else:
-            keep = entropy_filter(mean_entropy, h_ini)  # δ_i of Eq. 6
-        gamma = 0.0 if cfg.ablation == "no-entropy" else cfg.gamma
+        # λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) as the knobs choose them, ablations included.
+        terms = gtpo_terms(cfg.gtpo, ids, mask, advantages, cfg.group_size, mean_entropy, h_ini)
         # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ]
         loss, metrics = gtpo_loss(
             logprobs,
             old_logprobs,
             advantages,
             mask,
-            weights,
-            keep,
+            terms.weights,
+            terms.keep,
             mean_entropy,
-            gamma=gamma,
+            gamma=terms.gamma,
             clip_eps=cfg.clip_eps,
         )
     else:

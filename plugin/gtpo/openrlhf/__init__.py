@@ -1,16 +1,23 @@
-"""GTPO inside unmodified OpenRLHF 0.11: the `gtpo-openrlhf` launcher and its Ray actor subclasses.
+"""GTPO inside unmodified OpenRLHF: the `gtpo-openrlhf` launcher and its Ray actor subclasses.
+
+The OpenRLHF release it supports, and everything the adapter knows about that release, is in
+`compat.py`.
 
 Trace of a run (flag → branch → tensor → metric):
 
 - `__main__.py`   `gtpo-openrlhf` / `python -m gtpo.openrlhf`: strips the `--gtpo.*` flags, checks
                   the installed OpenRLHF (`compat.py`), rebinds OpenRLHF's Ray actor classes to the
                   subclasses below and runs `openrlhf.cli.train_ppo_ray` as `__main__`.
-- `flags.py`      the `--gtpo.*` flags, the settings GTPO refuses and the entropy coefficient −γ.
+- `compat.py`     every fact about the supported OpenRLHF release: version, the internals
+                  overridden, the settings read, the tensor layout; and the start-up check.
+- `flags.py`      the `--gtpo.*` flags on OpenRLHF's command line (GTPOConfig's), the OpenRLHF
+                  settings GTPO refuses and the entropy coefficient −γ.
 - `actors.py`     Ray actor subclasses: the policy actor also returns each completion's mean
-                  entropy from its experience-time forward; the trainer applies the advantage hook
-                  after OpenRLHF's group_norm advantages; the actor trainer makes the entropy
-                  penalty a per-completion mean (Eq. 7).
-- `hook.py`       the advantage hook: A_i ← A_i · λ_{i,t} · δ_i (Eq. 5-7) on OpenRLHF experiences.
+                  entropy from its experience-time forward; the experience maker weights
+                  OpenRLHF's group_norm advantages; the actor trainer makes the entropy penalty a
+                  per-completion mean (Eq. 7).
+- `advantages.py` A_i ← A_i · λ_{i,t} · δ_i (Eq. 5-7) on OpenRLHF experiences, λ and δ from
+                  `gtpo.gtpo_terms`.
 - `state.py`      H_ini (measured once, kept in checkpoints) and the entropy-collapse monitor.
 
 Importing this package does not import OpenRLHF; only `actors.py` and `compat.py` do.

@@ -13,16 +13,17 @@ actor subclasses of `gtpo.openrlhf.actors`) — and (4) runs `openrlhf.cli.train
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import runpy
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from gtpo.openrlhf import enable_logging
+from gtpo.config import GTPOConfigError, namespace_values
+from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.compat import OpenRLHFIncompatibleError, check_openrlhf
 from gtpo.openrlhf.flags import (
-    GTPOConfigError,
     build_parser,
     configure,
     given_flags,
@@ -33,7 +34,7 @@ from gtpo.openrlhf.rewards import RewardServiceUnavailable, root_message
 
 logger = logging.getLogger(__name__)
 
-TARGET = "openrlhf.cli.train_ppo_ray"
+TARGET = compat.LAUNCH_MODULE
 
 
 @contextmanager
@@ -46,14 +47,12 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
     GTPO owns (−γ, and the loss aggregation unless `openrlhf_argv` names it).
     PPOTrainer, PolicyModelActor and the vLLM RolloutRayActor become GTPO's subclasses; the
     rollout actor is handed --gtpo.reward_timeout (create_vllm_engines builds its arguments).
+    The names replaced are `compat.REBOUND`.
     """
-    from openrlhf.trainer import ppo_trainer
-    from openrlhf.trainer.ray import ppo_actor, vllm_engine
-    from openrlhf.utils import config
-
     from gtpo.openrlhf import actors
 
-    original_hierarchize = config.hierarchize
+    modules = {name: importlib.import_module(module) for module, name in compat.REBOUND}
+    original_hierarchize = modules["hierarchize"].hierarchize
 
     def hierarchize(args: argparse.Namespace):
         clash = set(vars(args)) & set(vars(gtpo_flags))
@@ -63,19 +62,17 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
         configure(nested, given_flags(openrlhf_argv))
         return nested
 
-    bindings = [
-        (config, "hierarchize", hierarchize),
-        (ppo_trainer, "PPOTrainer", actors.GTPOPPOTrainerActor),
-        (ppo_actor, "PolicyModelActor", actors.GTPOPolicyModelRayActor),
-        (
-            vllm_engine,
-            "RolloutRayActor",
-            actors.RolloutActorFactory(getattr(gtpo_flags, "gtpo.reward_timeout")),
-        ),
-    ]
-    saved = [(module, name, getattr(module, name)) for module, name, _ in bindings]
-    for module, name, value in bindings:
-        setattr(module, name, value)
+    # Checked with the other settings inside hierarchize; read unchecked here.
+    reward_timeout = namespace_values(gtpo_flags)["reward_timeout"]
+    replacements = {
+        "hierarchize": hierarchize,
+        "PPOTrainer": actors.GTPOPPOTrainerActor,
+        "PolicyModelActor": actors.GTPOPolicyModelRayActor,
+        "RolloutRayActor": actors.RolloutActorFactory(reward_timeout),
+    }
+    saved = [(modules[name], name, getattr(modules[name], name)) for name in replacements]
+    for name, value in replacements.items():
+        setattr(modules[name], name, value)
     try:
         yield
     finally:

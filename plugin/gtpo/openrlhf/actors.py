@@ -8,14 +8,17 @@ classes at the bottom of this file before `train_ppo_ray` reads them.
 - `GTPOPolicyModelActor` (DeepSpeed policy, one per GPU): `forward_with_entropy` is OpenRLHF's
   experience-time forward that also returns each completion's mean entropy ⟨H⟩_i, from the same
   logits (no second forward).
-- `GTPOExperienceMaker` (inside the trainer): asks the policy actors for that forward, measures
-  H_ini on the first rollout, and after OpenRLHF's group_norm advantages applies λ·δ
-  (`hook.apply_gtpo`).
+- `GTPOExperienceMaker` (inside the trainer): asks the policy actors for that forward, and after
+  OpenRLHF's group_norm advantages multiplies them by λ·δ (`advantages.weight_advantages`).
 - `GTPOPPOTrainer` (the single controller): uses that experience maker, logs the gtpo/* metrics,
   keeps H_ini in checkpoints and watches the entropy.
-- `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean.
+- `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean (a forward
+  hook on the actor, `entropy_scaling_forward_hook`, for one training step).
 - `GTPORolloutActor` (the vLLM engine actor): its agent executor retries the reward server for
   up to --gtpo.reward_timeout seconds and stops the run if it stays down (`rewards.py`).
+
+The OpenRLHF methods overridden here are listed in `compat.REQUIRED` (checked at start-up), the
+settings read through `compat`'s `Arg`s.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from openrlhf.utils.logging_utils import init_logger
 from openrlhf.utils.loss_utils import get_loss_batch_info
 
 from gtpo import LN2, completion_entropy, token_entropy
-from gtpo.openrlhf import enable_logging, state
-from gtpo.openrlhf.flags import GTPOSettings
-from gtpo.openrlhf.hook import apply_gtpo
+from gtpo.openrlhf import compat, enable_logging, state
+from gtpo.openrlhf.advantages import weight_advantages
+from gtpo.openrlhf.flags import gtpo_config
 from gtpo.openrlhf.rewards import RewardServiceUnavailable, post_with_retry
 
 logger = init_logger(__name__)
@@ -89,8 +92,7 @@ class GTPOPolicyModelActor(_ppo_actor.PolicyModelActor.__ray_actor_class__):
 
     def init_model_from_pretrained(self, strategy, pretrain, max_steps=None, vllm_engines=None):
         super().init_model_from_pretrained(strategy, pretrain, max_steps, vllm_engines)
-        settings = GTPOSettings.from_args(strategy.args)
-        if settings.is_gtpo and strategy.args.actor.entropy_coef:
+        if gtpo_config(strategy.args).is_gtpo and compat.ENTROPY_COEF.get(strategy.args):
             # ActorPPOTrainer's constructor opens the vLLM weight-sync group and hits a barrier,
             # so it cannot be built a second time; the subclass adds one method and no state.
             self.trainer.__class__ = GTPOActorPPOTrainer
@@ -122,14 +124,14 @@ class GTPOPolicyModelActor(_ppo_actor.PolicyModelActor.__ray_actor_class__):
             )
             # The logits are already temperature-scaled: the policy the rollout sampled from.
             entropy = padded_token_entropy(
-                output["logits"],
+                compat.forward_logits(output),
                 attention_mask,
                 getattr(self.actor, "packing_samples", False),
                 self.strategy.ring_attn_group,
             )
             del output
-            # Position t predicts token t+1: the same [:, :-1][:, -A:] slicing as the log-probs.
-            entropy = entropy[:, :-1][:, -mask.shape[1] :]
+            # Position t predicts token t+1: aligned with the log-probs and the action mask.
+            entropy = compat.action_positions(entropy, mask)
             mean_entropy = completion_entropy(entropy, mask)
         self.actor.train()
         return ActorForward(action_log_probs.to("cpu"), mean_entropy.float().to("cpu"))
@@ -153,13 +155,12 @@ def per_completion_entropy_scale(
     return batch_num_tokens / (global_batch_size * tokens)
 
 
-def entropy_rescaler(scale: torch.Tensor) -> Callable[..., None]:
-    """Forward hook for openrlhf.models.Actor: multiplies row i of `output.entropy` by scale_i."""
+def entropy_scaling_forward_hook(scale: torch.Tensor) -> Callable[..., None]:
+    """A torch forward hook for openrlhf.models.Actor: multiplies row i of the token entropies
+    its forward returns (read by OpenRLHF's entropy term) by scale_i."""
 
     def hook(module: torch.nn.Module, inputs: Any, result: Any) -> None:
-        if not (isinstance(result, tuple) and len(result) == 2):
-            return
-        output = result[1]
+        output = compat.entropy_output(result)
         entropy = getattr(output, "entropy", None)
         if entropy is not None:
             output.entropy = entropy * scale.to(entropy.device, entropy.dtype)[:, None]
@@ -176,7 +177,7 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
     """
 
     def training_step(self, experience, kl_ctl, step, loss_batch_info=None):
-        if not self.args.actor.entropy_coef:
+        if not compat.ENTROPY_COEF.get(self.args):
             return super().training_step(experience, kl_ctl, step, loss_batch_info)
         if loss_batch_info is None:  # dynamic batching: OpenRLHF would compute it the same way
             loss_batch_info = get_loss_batch_info(
@@ -184,14 +185,14 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
                 experience.action_mask,
                 replay_buffer=self.replay_buffer,
                 step=step,
-                dynamic_batch=self.args.train.dynamic_batch_enable,
+                dynamic_batch=compat.DYNAMIC_BATCH.get(self.args),
             )
         scale = per_completion_entropy_scale(
             experience.action_mask,
-            loss_batch_info["batch_num_tokens"],
-            loss_batch_info["global_batch_size"],
+            loss_batch_info[compat.BATCH_NUM_TOKENS],
+            loss_batch_info[compat.GLOBAL_BATCH_SIZE],
         )
-        handle = self.actor.register_forward_hook(entropy_rescaler(scale))
+        handle = self.actor.register_forward_hook(entropy_scaling_forward_hook(scale))
         try:
             return super().training_step(experience, kl_ctl, step, loss_batch_info)
         finally:
@@ -199,11 +200,11 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
 
 
 class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
-    """OpenRLHF's experience maker, with the GTPO advantage hook after group_norm."""
+    """OpenRLHF's experience maker, with GTPO's λ·δ on its group_norm advantages."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.gtpo = GTPOSettings.from_args(self.args)
+        self.gtpo = gtpo_config(self.args)
         self.h_ini: float | None = self.gtpo.h_ini
         self.metrics: dict[str, float] = {}
         self._forward_entropy: list[torch.Tensor] | None = None
@@ -213,10 +214,10 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
         if group is not self.actor_model_group:
             return super()._dispatch_forward(group, sync_condition, **kwargs)
         # OpenRLHF's _dispatch_forward with the policy's forward_with_entropy instead of forward.
-        ref = group.async_run_method_batch(method_name="forward_with_entropy", **kwargs)
+        ref = group.async_run_method_batch(method_name=compat.FORWARD_WITH_ENTROPY, **kwargs)
         if sync_condition:
             ray.get(ref)
-            ray.get(group.async_run_method(method_name="empty_cache"))
+            ray.get(group.async_run_method(method_name=compat.EMPTY_CACHE))
         return ref
 
     def _flatten_results(self, refs, duplicate_factor):
@@ -248,12 +249,14 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
         args = self.strategy.args
         ref = self._dispatch_forward(
             self.actor_model_group,
-            args.train.colocate_all or args.train.colocate_actor_ref,
+            compat.COLOCATE_ALL.get(args) or compat.COLOCATE_ACTOR_REF.get(args),
             sequences=[s.sequences for s in samples_list],
             action_mask=[s.action_mask for s in samples_list],
             attention_mask=[s.attention_mask for s in samples_list],
         )
-        self._flatten_results(ref, args.ds.ring_attn_size * args.ds.tensor_parallel_size)
+        self._flatten_results(
+            ref, compat.RING_ATTN_SIZE.get(args) * compat.TENSOR_PARALLEL_SIZE.get(args)
+        )
         entropies, self._forward_entropy = self._forward_entropy, None
         if entropies is None:
             raise RuntimeError(
@@ -272,14 +275,8 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
                 "H_ini is unknown: GTPOPPOTrainer measures it (or restores it) before the first "
                 "rollout; this experience maker was used without that trainer"
             )
-        metrics = apply_gtpo(
-            experiences,
-            entropies,
-            self.args.rollout.n_samples_per_prompt,
-            self.h_ini,
-            conflict=self.gtpo.applies_conflict,
-            conflict_weight=self.gtpo.conflict_weight,
-            filter_mode=self.gtpo.filter_mode,
+        metrics = weight_advantages(
+            experiences, entropies, compat.GROUP_SIZE.get(self.args), self.h_ini, self.gtpo
         )
         self.metrics = state.prefixed(metrics, self.h_ini)
         return experiences
@@ -302,7 +299,7 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
             base.strategy,
             base.tokenizer,
         )
-        self.gtpo = GTPOSettings.from_args(self.args)
+        self.gtpo = gtpo_config(self.args)
         self.entropy_monitor = state.EntropyMonitor(self.gtpo.collapse_patience)
 
     def init_checkpoint_states(self):
@@ -326,7 +323,7 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         """
         started = time.perf_counter()
         wanted = self.gtpo.h_ini_prompts
-        sleep = self.args.vllm.enable_sleep
+        sleep = compat.VLLM_SLEEP.get(self.args)
         # A new iterator over the shuffled prompts draws its order from the sampler's generator
         # (torchdata's RandomSampler; torch's global RNG for others). Putting both back lets
         # training's own first iterator draw the same order: H_ini is measured on exactly the

@@ -1,9 +1,9 @@
-"""The advantage hook on real OpenRLHF Experience objects.
+"""GTPO's advantage weighting on real OpenRLHF Experience objects.
 
 Rollout samples are built by OpenRLHF's own SamplesGenerator._process_response_into_experience,
 split into micro-batches by OpenRLHF's split_rollout_samples (fixed size, straddling prompt
 groups; and dynamic batching, non-contiguous rows) or shuffled by hand, and given group_norm
-advantages by OpenRLHF's RemoteExperienceMaker. The hook must leave exactly
+advantages by OpenRLHF's RemoteExperienceMaker. The weighting must leave exactly
 group_norm × λ·δ, with λ and δ computed directly by the core on the rollout in prompt order.
 """
 
@@ -24,8 +24,8 @@ from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
 from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
 from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 
-from gtpo import conflict_weights, entropy_filter
-from gtpo.openrlhf.hook import apply_gtpo
+from gtpo import GTPOConfig, conflict_weights, entropy_filter
+from gtpo.openrlhf.advantages import weight_advantages
 
 G = 4
 PAD = 0
@@ -129,7 +129,9 @@ SPLITS = {
 @pytest.mark.parametrize(
     ("conflict", "filter_mode"), [(True, "auto"), (True, "off"), (False, "on")]
 )
-def test_hook_is_group_norm_times_core_weights(openrlhf_args, split, conflict, filter_mode):
+def test_weighted_advantages_are_group_norm_times_core_weights(
+    openrlhf_args, split, conflict, filter_mode
+):
     args = openrlhf_args(*SPLITS[split])
     maker = maker_for(args)
     samples, completions, rewards, entropies = make_rollout(num_prompts=5, seed=7)
@@ -148,14 +150,12 @@ def test_hook_is_group_norm_times_core_weights(openrlhf_args, split, conflict, f
     per_batch_entropy = [entropies[torch.tensor(o)] for o in orders]
     h_ini = 0.5  # below ln 2: Eq. 6 filters
 
-    metrics = apply_gtpo(
+    metrics = weight_advantages(
         experiences,
         per_batch_entropy,
         G,
         h_ini,
-        conflict=conflict,
-        conflict_weight=2.0,
-        filter_mode=filter_mode,
+        GTPOConfig(no_conflict=not conflict, conflict_weight=2.0, entropy_filter=filter_mode),
     )
 
     weights, keep = core_factors(completions, rewards, entropies, h_ini, conflict, filter_mode)
@@ -182,19 +182,21 @@ def test_hook_is_group_norm_times_core_weights(openrlhf_args, split, conflict, f
         assert 0 < metrics["conflict_frac_pos"] <= 1 and real.any()
 
 
-def test_hook_refuses_rows_that_do_not_tile_the_rollout(openrlhf_args):
+def test_rows_that_do_not_tile_the_rollout_are_refused(openrlhf_args):
     maker = maker_for(openrlhf_args("--rollout.micro_batch_size", "3"))
     samples, _, _, entropies = make_rollout(num_prompts=2, seed=1)
     experiences = with_group_norm(maker, maker.split_rollout_samples(samples))
     dropped = experiences[:-1]  # a lost micro-batch leaves a group incomplete
     with pytest.raises(ValueError, match="n_samples_per_prompt"):
-        apply_gtpo(dropped, [entropies[: len(e.index)] for e in dropped], G, 0.5)
+        weight_advantages(
+            dropped, [entropies[: len(e.index)] for e in dropped], G, 0.5, GTPOConfig()
+        )
 
 
-def test_hook_with_h_ini_above_ln2_keeps_every_completion(openrlhf_args):
+def test_h_ini_above_ln2_keeps_every_completion(openrlhf_args):
     maker = maker_for(openrlhf_args("--rollout.micro_batch_size", "3"))
     samples, _, _, entropies = make_rollout(num_prompts=3, seed=5)
     experiences = with_group_norm(maker, maker.split_rollout_samples(samples))
     parts = [entropies[torch.tensor(e.index)] for e in experiences]
-    metrics = apply_gtpo(experiences, parts, G, h_ini=0.9, conflict=False)
+    metrics = weight_advantages(experiences, parts, G, 0.9, GTPOConfig(no_conflict=True))
     assert metrics["filtered_frac"] == 0.0
