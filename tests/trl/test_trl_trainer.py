@@ -22,9 +22,10 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from gtpo import GTPOConfig, GTPOConfigError  # noqa: E402
 from gtpo.demo.model import build_model  # noqa: E402
-from gtpo.demo.reward_client import LocalRewardServer, request_count  # noqa: E402
 from gtpo.demo.task import corpus, make_split  # noqa: E402
 from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer  # noqa: E402
+from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
+from gtpo.reward_client import request_count  # noqa: E402
 from gtpo.trl import GTPOTrainer, RewardServerReward, trl_refusals  # noqa: E402
 
 G = 4

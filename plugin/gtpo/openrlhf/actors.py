@@ -39,8 +39,8 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from openrlhf.utils.logging_utils import init_logger
 from openrlhf.utils.loss_utils import get_loss_batch_info
 
-from gtpo import LN2, completion_entropy, token_entropy
-from gtpo.openrlhf import compat, enable_logging, state
+from gtpo import LN2, completion_entropy, state, token_entropy
+from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
 from gtpo.openrlhf.rewards import RewardServiceUnavailable, post_with_retry

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gtpo.demo.reward_client import RewardClient
+from gtpo.reward_client import RewardClient
 
 
 def _text(item: Any) -> str:
@@ -29,7 +29,9 @@ class RewardServerReward:
         label_column: the dataset column holding each prompt's reference answer.
         per_request: completions per HTTP request (1, as OpenRLHF sends them).
         concurrency: requests in flight at once.
-        timeout_s: per-request timeout; an unreachable server stops training with an error
+        token: sent as `Authorization: Bearer` when the server sets GTPO_RS_API_TOKEN.
+        timeout_s: per-request timeout (connection errors, 5xx and 429 are retried first);
+            an unreachable server then stops training with an error
             naming the URL (a missing reward is never scored as 0).
 
     Returns per completion the server's total reward (format 0..10 + accuracy 0/10); the mean
@@ -45,10 +47,12 @@ class RewardServerReward:
         per_request: int = 1,
         concurrency: int = 8,
         timeout_s: float = 60.0,
+        token: str | None = None,
     ) -> None:
         if per_request < 1:
             raise ValueError(f"per_request must be >= 1, got {per_request}")
-        self.client = RewardClient(url, concurrency=concurrency, timeout_s=timeout_s)
+        # The project's one client: any host, bearer token, retries with backoff.
+        self.client = RewardClient(url, token=token, concurrency=concurrency, timeout_s=timeout_s)
         self.label_column = label_column
         self.per_request = per_request
 

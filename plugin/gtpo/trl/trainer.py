@@ -25,7 +25,7 @@ from trl.trainer.utils import pad
 
 from gtpo import LN2, completion_entropy, gtpo_metrics, gtpo_terms
 from gtpo.config import GTPOConfig, GTPOConfigError
-from gtpo.openrlhf.state import CLIENT_STATE_KEY, EntropyMonitor, prefixed, restore_h_ini
+from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor, prefixed, restore_h_ini
 from gtpo.trl.checks import check_trl_args
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,8 @@
 """What GTPO keeps across training steps: H_ini and the entropy-collapse monitor.
 
+Framework-free: the OpenRLHF adapter keeps H_ini in DeepSpeed's checkpoint client states, the
+TRL trainer in TrainerState; both read and write it through these functions.
+
 H_ini (Eq. 6) is the model's mean completion entropy *before* training. It is measured once,
 before the first update, on the first --gtpo.h_ini_prompts training prompts (or given with
 --gtpo.h_ini), and stored in the checkpoint's client states so
