@@ -113,9 +113,11 @@ def test_tensor_layout_matches_openrlhf_actor():
     and the logits it scores it with: its log-probs are rebuilt from them exactly."""
     from types import SimpleNamespace
 
-    from test_orl_entropy import tiny_actor
+    from openrlhf.models import Actor
+    from tiny_llama import tiny_llama
 
-    actor = tiny_actor()
+    actor = Actor(tiny_llama())
+    actor.packing_samples = False  # set by Actor only when it loads a checkpoint by name
     sequences = torch.randint(1, 32, (3, 9), generator=torch.Generator().manual_seed(4))
     attention_mask = torch.ones_like(sequences)
     action_mask = torch.zeros(3, 6, dtype=torch.bool)

@@ -15,25 +15,14 @@ transformers = pytest.importorskip("transformers")
 
 from openrlhf.models import Actor, PolicyLoss  # noqa: E402
 from openrlhf.trainer.ppo_utils.experience import Experience  # noqa: E402
+from tiny_llama import tiny_llama  # noqa: E402
 
 from gtpo import completion_entropy, token_entropy  # noqa: E402
 from gtpo.openrlhf.actors import GTPOActorPPOTrainer, padded_token_entropy  # noqa: E402
 
 
 def tiny_actor(seed: int = 0) -> Actor:
-    config = transformers.LlamaConfig(
-        vocab_size=32,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(seed)
-    model = transformers.LlamaForCausalLM(config)
-    with torch.no_grad():
-        model.lm_head.weight.mul_(40)  # peaked, position-dependent distributions
+    model = tiny_llama(seed)
     actor = Actor(model)
     actor.packing_samples = False  # set by Actor only when it loads a checkpoint by name
     return actor

@@ -18,9 +18,11 @@ pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
 pytest.importorskip("transformers")
 
+import tiny_llama as tiny_llama_module
 from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
 from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 from openrlhf.trainer.ray.launcher import RayActorGroup
+from tiny_llama import tiny_llama
 
 from gtpo import completion_entropy, token_entropy
 from gtpo.openrlhf.__main__ import installed
@@ -31,6 +33,8 @@ G = 4
 # The functions sent to the workers below live in this test module, which the workers cannot
 # import (pytest imports it by path): ship them by value.
 ray = pytest.importorskip("ray")
+# Ray workers cannot import tests/ helpers by name: ship the tiny model's module by value.
+ray.cloudpickle.register_pickle_by_value(tiny_llama_module)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
@@ -54,25 +58,6 @@ def rollout(num_prompts: int = 3):
             }
             samples.append(SamplesGenerator._process_response_into_experience(None, response))
     return samples
-
-
-def tiny_model():
-    import transformers
-
-    config = transformers.LlamaConfig(
-        vocab_size=32,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config)
-    with torch.no_grad():
-        model.lm_head.weight.mul_(40)  # peaked, position-dependent distributions
-    return model
 
 
 def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrlhf_args):
@@ -102,7 +87,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
         # What init_model_from_pretrained would set up, minus DeepSpeed and the GPU.
         from openrlhf.models import Actor
 
-        self.actor = Actor(tiny_model())
+        self.actor = Actor(tiny_llama())
         self.actor.packing_samples = False
         self.strategy = SimpleNamespace(ring_attn_group=None, is_rank_0=lambda: True)
         return True
@@ -130,7 +115,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
     # The worker's log-probs are what OpenRLHF's Actor computes; its entropies the core's.
     from openrlhf.models import Actor
 
-    local = Actor(tiny_model())
+    local = Actor(tiny_llama())
     local.packing_samples = False
     expected = []
     for e in experiences:
@@ -171,7 +156,7 @@ def write_tiny_checkpoint(path):
         tokenizer_object=backend, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
     )
     tokenizer.save_pretrained(path)
-    tiny_model().config.save_pretrained(path)
+    tiny_llama().config.save_pretrained(path)
     prompts = path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"input": f"w{i} w{i + 1}"}) + "\n" for i in range(8)))
     return prompts
