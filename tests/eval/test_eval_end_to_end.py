@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import urllib.request
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 import gtpo.eval.generate as generate_module
 from gtpo.cli import main as gtpo_main
-from gtpo.reward_client import RewardClient, RewardServerError
+from gtpo.reward_client import RewardClient, RewardServerError, request_count
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VALUE = {"1/2": Fraction(1, 2), "0.5": Fraction(1, 2), "\\frac{1}{2}": Fraction(1, 2), "3": 3}
@@ -156,20 +155,13 @@ def test_eval_resumes_from_the_cache(
     assert again["models"][0]["prompts"] == 2
 
 
-def _route_count(url: str, route: str) -> float:
-    """Requests the server has answered on ``route`` (its Prometheus counter)."""
-    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
-    pattern = r'^gtpo_rs_requests_total\{(?=[^}]*route="' + re.escape(route) + r'")[^}]*\} (\S+)$'
-    return sum(float(v) for v in re.findall(pattern, text, re.MULTILINE))
-
-
 def test_server_equivalence_groups_answers(reward_url: str) -> None:
     client = RewardClient(reward_url)
-    before = {r: _route_count(reward_url, r) for r in ("/v1/equivalent", "/v1/score")}
+    before = {r: request_count(reward_url, r) for r in ("/v1/equivalent", "/v1/score")}
     assert client.find_match("0.5", ["3", "1/2"]) == 1
     # Grouping asks the pairwise route, never a synthetic response through /v1/score.
-    assert _route_count(reward_url, "/v1/equivalent") > before["/v1/equivalent"]
-    assert _route_count(reward_url, "/v1/score") == before["/v1/score"]
+    assert request_count(reward_url, "/v1/equivalent") > before["/v1/equivalent"]
+    assert request_count(reward_url, "/v1/score") == before["/v1/score"]
     assert client.find_match("\\frac{2}{4}", ["1/2"]) == 0
     assert client.find_match("4", ["3", "1/2"]) is None
     assert client.group([["1/2", "3", "0.5", None, "\\frac{1}{2}", "03"]]) == [

@@ -13,19 +13,20 @@ from collections import Counter
 import torch
 
 from gtpo.demo.model import Policy, sample
-from gtpo.demo.task import A_CLOSE, A_OPEN, STYLES, Problem, style_of
+from gtpo.demo.task import STYLES, Problem, style_of
 from gtpo.eval import maj_at_k, pass_at_k
 from gtpo.reward_client import RewardClient
+from reward_server.extract import answer_block
 from reward_server.protocol import FORMAT_MAX, is_correct
 
 
 def extract_answer(response: str) -> str | None:
-    """Text of the last ``<answer>…</answer>`` block, stripped (the vote key for maj@k)."""
-    close = response.rfind(A_CLOSE)
-    start = response.rfind(A_OPEN, 0, close) if close >= 0 else -1
-    if start < 0:
-        return None
-    return response[start + len(A_OPEN) : close].strip()
+    """Text of the last ``<answer>…</answer>`` block, stripped (the vote key for maj@k).
+
+    The block is found by the server's own extractor, so the demo votes on what it scores.
+    """
+    block = answer_block(response)
+    return None if block is None else block.strip()
 
 
 def evaluate(
