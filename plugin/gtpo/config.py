@@ -131,8 +131,8 @@ class GTPOConfig:
     )
     reward_timeout: float = knob(
         300.0,
-        "keep retrying an unreachable reward server (connection errors, 5xx, 429) with backoff "
-        "for this long, then stop the run with an error naming the URL",
+        "keep retrying an unreachable reward server (connection errors, 5xx, 408, 429) with "
+        "backoff for this long, then stop the run with an error naming the URL",
         metavar="SECONDS",
     )
     collapse_patience: int = knob(

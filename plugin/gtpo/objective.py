@@ -43,8 +43,9 @@ def gtpo_terms(
 ) -> GTPOTerms:
     """λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) of one batch, as `config` chooses them.
 
-    The one place that reads the method's knobs: every trainer (the demo, the OpenRLHF hook,
-    the TRL trainer) calls it and multiplies its advantages or its surrogate by λ·δ.
+    The one place that reads the method's knobs: every trainer (the demo, the OpenRLHF
+    advantage weighting, the TRL trainer) calls it and multiplies its advantages or its
+    surrogate by λ·δ.
 
     Args:
         completion_ids, completion_mask: [N, L], completions right-padded, rows of prompt k at

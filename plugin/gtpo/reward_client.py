@@ -36,6 +36,14 @@ FIRST_BACKOFF_S = 0.5  # then doubled after each failed attempt
 _START_HINT = "start it with: gtpo-reward-server --port PORT"
 
 
+def retryable_status(code: int) -> bool:
+    """An HTTP status that a later attempt may not get: any 5xx, 408 (timeout), 429 (busy).
+
+    Every other 4xx is the request's own fault, so retrying cannot help.
+    """
+    return code >= 500 or code in (408, 429)
+
+
 class RewardServerError(RuntimeError):
     """The reward server is unreachable, refused a request, or answered outside the protocol."""
 
@@ -118,7 +126,7 @@ class RewardClient:
                     return json.loads(response.read())
             except urllib.error.HTTPError as err:
                 detail = err.read().decode(errors="replace")[:500]
-                if err.code < 500 and err.code not in (408, 429):  # retrying cannot help
+                if not retryable_status(err.code):
                     hint = {
                         401: " (set --reward-token or GTPO_RS_API_TOKEN)",
                         413: " (lower --score-batch-size)",

@@ -7,11 +7,12 @@ docs/training-openrlhf.md, "Reward server outages"). A rolling restart of the re
 service, a slow container start, or a pool that needs longer than ~4 s to come back, all end
 the run that way.
 
-`post_with_retry` replaces that call in GTPO's rollout actors: connection errors, timeouts,
-HTTP 5xx and 429 are retried with exponential backoff until `--gtpo.reward_timeout` seconds
-have passed; a 4xx other than 429 (a request the server refuses) or an answer that is not the
-OpenRLHF protocol fails at once. Either way the run then stops with `RewardServiceUnavailable`,
-whose message names the URL, instead of training on unscored samples.
+`post_with_retry` replaces that call in GTPO's rollout actors: connection errors, timeouts, HTTP
+5xx, 408 and 429 (`gtpo.reward_client.retryable_status`) are retried with exponential backoff
+until `--gtpo.reward_timeout` seconds have passed; any other 4xx (a request the server refuses)
+or an answer that is not the OpenRLHF protocol fails at once. Either way the run then stops with
+`RewardServiceUnavailable`, whose message names the URL, instead of training on unscored
+samples.
 
 This module does not import OpenRLHF (the executor subclass lives in `actors.py`).
 """
@@ -26,13 +27,12 @@ from typing import Any
 
 import aiohttp
 
-from gtpo.reward_client import backoff_delays
+from gtpo.reward_client import backoff_delays, retryable_status
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 8.0  # the backoff starts at gtpo.reward_client's 0.5 s and doubles up to this
 REQUEST_TIMEOUT_S = 180.0  # one request, as OpenRLHF's client allows
-RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class RewardServiceUnavailable(RuntimeError):
@@ -106,7 +106,7 @@ async def post_with_retry(
                 aiohttp.ClientSession(timeout=timeout) as session,
                 session.post(url, json=payload) as response,
             ):
-                if response.status in RETRIED_STATUS:
+                if retryable_status(response.status):
                     error = f"HTTP {response.status}"
                 elif response.status >= 400:
                     detail = (await response.text()).strip().splitlines()[:1]

@@ -30,7 +30,7 @@ class RewardServerReward:
         per_request: completions per HTTP request (1, as OpenRLHF sends them).
         concurrency: requests in flight at once.
         token: sent as `Authorization: Bearer` when the server sets GTPO_RS_API_TOKEN.
-        timeout_s: per-request timeout (connection errors, 5xx and 429 are retried first);
+        timeout_s: per-request timeout (connection errors, 5xx, 408 and 429 are retried first);
             an unreachable server then stops training with an error
             naming the URL (a missing reward is never scored as 0).
 
