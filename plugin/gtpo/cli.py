@@ -48,6 +48,12 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         "--quick", action="store_true", help="a smoke run in under a minute (tests, CI)"
     )
     parser.add_argument(
+        "--scenario", choices=("default", "collapse"), default="default",
+        help="default: GTPO vs GRPO (β = 0), about 4 minutes a seed; collapse: the paper's "
+        "stability experiment, GRPO with β = 0 and β = 0.04, GTPO with each entropy form and "
+        "without δ, about 10 minutes a seed (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
         "--seeds", type=int, nargs="+", default=None, metavar="SEED",
         help="seeds to run, each a full GTPO-vs-GRPO comparison (default: 0)",
     )  # fmt: skip
@@ -95,6 +101,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         config = preset(
             "quick" if args.quick else "default",
+            scenario=args.scenario,
             gtpo_values=namespace_values(args),
             ablation=args.ablation,
             out=args.out,

@@ -192,3 +192,43 @@ def test_cli_takes_the_gtpo_flags_of_gtpo_openrlhf(capsys):
     spelled = preset("quick", gtpo_values={"entropy_filter": "off"})
     assert shorthand.gtpo == spelled.gtpo and shorthand.gtpo.ablations == ("no-filter",)
     assert shorthand.gtpo.h_ini_prompts == QUICK.gtpo.h_ini_prompts == 32  # the preset's
+
+
+def test_quick_collapse_scenario_writes_the_claims_table_and_curves(server, tmp_path):
+    """`gtpo demo --scenario collapse --quick`, the CI form of the paper's stability
+    experiment: five runs from one warm start, the claims table and the curves."""
+    _run(tmp_path, "--scenario", "collapse", "--reward-url", server)
+    results = json.loads((tmp_path / "results.json").read_text())
+    roles = results["roles"]
+    assert list(roles) == ["grpo", "grpo_kl", "gtpo_penalty", "gtpo_advantage", "gtpo_no_filter"]
+    assert sorted(r["method"] for r in results["runs"]) == sorted(roles.values())
+    assert results["config"]["scenario"] == "collapse"
+
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## Paper claim → measured" in summary
+    table = summary[summary.index("| paper claim |") :].split("\n\n")[0].splitlines()
+    assert len(table) == 2 + 5
+    for line, label in zip(table[2:], roles.values(), strict=True):
+        assert f"| {label} |" in line and "collapsed in " in line
+        assert line.rstrip().endswith(("| yes |", "| no |", "seeds |"))
+    width, height = _png_size(tmp_path / "collapse.png")
+    assert width >= 600 and height >= 600
+    assert "![collapse.png](collapse.png)" in summary
+
+    # Only the β > 0 run logs the KL, 0 at the first step (the policy is the reference) and
+    # positive once it has moved.
+    kl_rows = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / f"{roles['grpo_kl']}-seed0.jsonl").read_text().splitlines()
+    ]
+    assert kl_rows[0]["kl"] == pytest.approx(0.0, abs=1e-6)
+    assert kl_rows[-1]["kl"] > 0
+    header = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "kl" in header
+    other = (tmp_path / "runs" / f"{roles['grpo']}-seed0.jsonl").read_text().splitlines()
+    assert all("kl" not in json.loads(line) for line in other)
+
+
+def test_cli_collapse_scenario_refuses_flags_it_sets(capsys):
+    with pytest.raises(SystemExit, match="drop --ablation no-filter"):
+        gtpo_main(["demo", "--scenario", "collapse", "--ablation", "no-filter"])

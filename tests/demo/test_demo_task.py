@@ -8,8 +8,10 @@ from collections import Counter
 
 import pytest
 
+from gtpo.demo.run import DemoConfig
 from gtpo.demo.task import (
     BROKEN_FORMATS,
+    N_OPERANDS,
     R_OPEN,
     STYLES,
     TAGS,
@@ -40,7 +42,7 @@ def test_answers_are_the_value_of_the_expression():
         assert problem.prompt.endswith("=")
         assert problem.answer == eval(expression)  # only digits, + and -: safe
         assert all(v >= 0 for v in running_values(problem))
-        assert len(problem.operands) in (3, 4)
+        assert len(problem.operands) in N_OPERANDS
 
 
 def test_every_style_reasons_to_the_right_answer_in_the_paper_format():
@@ -63,7 +65,7 @@ def test_hand_checked_styles():
     assert reasoning_text(problem, "words", values) == "3 plus 4 is 7, minus 2 is 5"
     assert reasoning_text(problem, "running", values) == "start 3, add 4 get 7, take 2 get 5"
     assert reasoning_text(problem, "regroup", values) == "add 3+4=7, take 2, 7-2=5"
-    assert reasoning_text(problem, "short", values) == "so 5"
+    assert reasoning_text(problem, "short", values) == "3, 7, 5 so 5"
 
 
 def test_styles_differ_so_a_group_shares_mostly_the_tags():
@@ -80,6 +82,28 @@ def test_styles_differ_so_a_group_shares_mostly_the_tags():
         # Across styles the only shared prefix is the <reasoning> tag.
         assert common == 1
         assert tokenizer.id_to_token(ids[0][0]) == R_OPEN
+
+
+def test_completions_are_long_so_the_shared_tokens_are_a_small_share():
+    """The paper's regime (Sec. 4.1): completions of many tokens, of which the spans every
+    completion shares (4 tags and the end token) are a small part; not 10-token answers that
+    are half tags."""
+    split = make_split(2000, 16)
+    tokenizer = build_tokenizer(corpus(split.train))
+    rng = random.Random(0)
+    lengths = [
+        len(tokenizer.encode(demonstration(problem, rng).completion).ids) + 1  # + end token
+        for problem in split.train
+    ]
+    mean = sum(lengths) / len(lengths)
+    assert mean >= 38
+    assert 5 / mean < 0.14
+    shortest_style = min(
+        sum(len(tokenizer.encode(clean_completion(p, style)).ids) for p in split.train[:200])
+        for style in STYLES
+    )
+    assert shortest_style / 200 >= 25  # even the shortest style is not mostly tags
+    assert max(lengths) <= DemoConfig().max_new_tokens
 
 
 def test_heldout_prompts_never_appear_in_training():

@@ -166,6 +166,52 @@ def test_grpo_step_is_eq1_of_the_core_and_differs_from_gtpo(setup):
     assert difference > 1e-3
 
 
+def test_grpo_with_kl_adds_beta_times_the_kl_to_the_reference(setup):
+    """Eq. 1 with β > 0: the loss and the update are GRPO's plus β · KL(π_θ ‖ π_ref), with the
+    per-token estimator exp(ref − logp) − (ref − logp) − 1 averaged per completion."""
+    policy, split = setup
+    policy = copy.copy(policy)
+    policy.model = copy.deepcopy(policy.model)
+    # A reference that differs from the policy, so the KL and its gradient are not zero.
+    reference = build_model(policy.model.config.vocab_size, 0, 1, seed=5).eval()
+    beta = 0.5
+    cfg = RLConfig(method="grpo", group_size=G, max_grad_norm=1e9, kl_coef=beta)
+    assert cfg.label == "grpo-kl0.5"
+    before = copy.deepcopy(policy.model)
+    optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)
+    generator = torch.Generator().manual_seed(3)
+    metrics, batch = rl_step(
+        policy, optimizer, _problems(split), LocalScorer(), cfg, 0.3, generator, reference
+    )
+    update = [
+        (a.detach() - b.detach())
+        for a, b in zip(policy.model.parameters(), before.parameters(), strict=True)
+    ]
+    logprobs, mean_entropy, _, mask = _reference_terms(before, batch, policy.pad_id)
+    with torch.no_grad():
+        ref_logprobs, _, _, _ = _reference_terms(reference, batch, policy.pad_id)
+    kl = 0.0
+    for i in range(len(batch.advantages)):
+        length = int(mask[i].sum())
+        d = ref_logprobs[i, :length] - logprobs[i, :length]
+        kl = kl + (torch.exp(d) - d - 1).mean()
+    kl = kl / len(batch.advantages)
+    ones = torch.ones_like(batch.advantages.double())
+    grpo = _eq7_by_hand(
+        logprobs, mean_entropy, batch.advantages.double(), mask, mask.double(), ones, 0.0
+    )
+    expected = grpo + beta * kl
+    assert float(kl.detach()) > 1e-3
+    assert metrics["kl"] == pytest.approx(float(kl.detach()), rel=1e-4)
+    assert metrics["loss"] == pytest.approx(float(expected.detach()), abs=1e-5)
+    _assert_update_is_minus_grad(update, _grad(before, expected))
+    # β is GRPO's: GTPO has no KL term and no reference model (Eq. 7).
+    with pytest.raises(ValueError, match="no KL term"):
+        RLConfig(method="gtpo", kl_coef=0.04)
+    with pytest.raises(ValueError, match="reference model"):
+        rl_step(policy, optimizer, _problems(split), LocalScorer(), cfg, 0.3, generator)
+
+
 def test_ablations_switch_off_one_part_each(setup):
     policy, split = setup
     problems = _problems(split)

@@ -18,8 +18,17 @@ matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt
 
 from gtpo import LN2
+from gtpo.demo.stability import claims_table, plot_collapse, smooth, window_for
 
-COLORS = {"gtpo": "tab:blue", "grpo": "tab:red"}
+# One colour per role of `run.scenario_runs`, so a run keeps its colour in every plot.
+ROLE_COLORS = {
+    "gtpo": "tab:blue",
+    "grpo": "tab:red",
+    "grpo_kl": "tab:orange",
+    "gtpo_penalty": "tab:blue",
+    "gtpo_advantage": "tab:green",
+    "gtpo_no_filter": "tab:purple",
+}
 SUMMARY_ROWS = (
     ("greedy_accuracy", "greedy accuracy"),
     ("sampled_accuracy", "sampled accuracy (T = 1)"),
@@ -37,8 +46,9 @@ SUMMARY_ROWS = (
 )
 
 
-def _color(label: str) -> str:
-    return COLORS.get(label.split("-")[0], "tab:green")
+def label_colors(results: dict) -> dict[str, str]:
+    """Each run label's colour, from its role (`results["roles"]`)."""
+    return {label: ROLE_COLORS.get(role, "tab:gray") for role, label in results["roles"].items()}
 
 
 def load_rows(out: Path, results: dict) -> list[dict]:
@@ -57,22 +67,12 @@ def write_metrics_tables(out: Path, results: dict) -> None:
         for row in rows:
             sink.write(json.dumps(row) + "\n")
     if rows:
-        fields = list(rows[0])
+        # The union, in first-seen order: only the GRPO run with β > 0 logs `kl`.
+        fields = list(dict.fromkeys(key for row in rows for key in row))
         with open(out / "metrics.csv", "w", newline="") as sink:
-            writer = csv.DictWriter(sink, fieldnames=fields)
+            writer = csv.DictWriter(sink, fieldnames=fields, restval="")
             writer.writeheader()
             writer.writerows(rows)
-
-
-def _smooth(values: list[float], window: int) -> list[float]:
-    """Trailing moving average (the raw curves of 64 samples a step are noisy)."""
-    smoothed, total = [], 0.0
-    for i, v in enumerate(values):
-        total += v
-        if i >= window:
-            total -= values[i - window]
-        smoothed.append(total / min(i + 1, window))
-    return smoothed
 
 
 def _curves(rows: list[dict], key: str) -> dict[str, tuple[list[int], list[float]]]:
@@ -87,15 +87,16 @@ def _curves(rows: list[dict], key: str) -> dict[str, tuple[list[int], list[float
 
 
 def _plot_panel(
-    ax, rows: list[dict], key: str, title: str, ylabel: str, linestyle="-", suffix=""
-) -> None:
+    ax, rows: list[dict], key: str, title: str, ylabel: str, colors: dict[str, str],
+    linestyle="-", suffix="",
+) -> None:  # fmt: skip
     curves = _curves(rows, key)
-    window = max(1, min(10, len(next(iter(curves.values()))[0]) // 10)) if curves else 1
+    window = window_for(len(next(iter(curves.values()))[0])) if curves else 1
     for method, (steps, values) in sorted(curves.items()):
-        color = _color(method)
+        color = colors[method]
         ax.plot(steps, values, color=color, alpha=0.25, linewidth=0.8, linestyle=linestyle)
         ax.plot(
-            steps, _smooth(values, window), color=color, label=method + suffix,
+            steps, smooth(values, window), color=color, label=method + suffix,
             linestyle=linestyle,
         )  # fmt: skip
     ax.set_title(title)
@@ -104,7 +105,7 @@ def _plot_panel(
     ax.grid(alpha=0.3)
 
 
-def plot_training(out: Path, rows: list[dict], n_seeds: int) -> list[str]:
+def plot_training(out: Path, rows: list[dict], n_seeds: int, colors: dict[str, str]) -> list[str]:
     """The training plots; returns their file names."""
     note = f" (mean of {n_seeds} seeds)" if n_seeds > 1 else ""
     files = []
@@ -119,13 +120,13 @@ def plot_training(out: Path, rows: list[dict], n_seeds: int) -> list[str]:
         ),
         strict=True,
     ):
-        _plot_panel(ax, rows, key, title + note, f"mean over samples (0..{top})")
+        _plot_panel(ax, rows, key, title + note, f"mean over samples (0..{top})", colors)
         ax.set_ylim(0, top * 1.02)
     axes[0].legend()
     files.append(_save(fig, out / "rewards.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    _plot_panel(ax, rows, "entropy_mean", "mean completion entropy ⟨H⟩" + note, "nats")
+    _plot_panel(ax, rows, "entropy_mean", "mean completion entropy ⟨H⟩" + note, "nats", colors)
     ax.axhline(LN2, color="black", linestyle="--", linewidth=1, label="ln 2")
     ax.set_ylim(bottom=0)
     ax.legend()
@@ -133,22 +134,26 @@ def plot_training(out: Path, rows: list[dict], n_seeds: int) -> list[str]:
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     _plot_panel(
-        axes[0], rows, "conflict_frac_pos", "conflict tokens, A > 0 (λ = 2)", "share of tokens"
-    )
+        axes[0], rows, "conflict_frac_pos", "conflict tokens, A > 0 (λ = 2)", "share of tokens",
+        colors,
+    )  # fmt: skip
     _plot_panel(
-        axes[1], rows, "conflict_frac_neg", "conflict tokens, A < 0 (λ = 0)", "share of tokens"
-    )
+        axes[1], rows, "conflict_frac_neg", "conflict tokens, A < 0 (λ = 0)", "share of tokens",
+        colors,
+    )  # fmt: skip
     axes[0].legend()
     fig.suptitle("share of completion tokens in the conflict mask M (Eq. 5)" + note)
     files.append(_save(fig, out / "conflict.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     title = "filtered completions (δ = 0, Eq. 6)" + note
-    _plot_panel(ax, rows, "filtered_frac", title, "share of completions", suffix=": filtered")
+    _plot_panel(
+        ax, rows, "filtered_frac", title, "share of completions", colors, suffix=": filtered"
+    )
     # Dashed: completions with ⟨H⟩ > ln 2, the ones δ removes when H_ini < ln 2 (GRPO keeps
     # them): shows what the filter would act on for both methods.
     _plot_panel(
-        ax, rows, "high_entropy_frac", title, "share of completions", linestyle="--",
+        ax, rows, "high_entropy_frac", title, "share of completions", colors, linestyle="--",
         suffix=": ⟨H⟩ > ln 2",
     )  # fmt: skip
     top = max([r["high_entropy_frac"] for r in rows] + [r["filtered_frac"] for r in rows])
@@ -158,7 +163,7 @@ def plot_training(out: Path, rows: list[dict], n_seeds: int) -> list[str]:
     return files
 
 
-def plot_eval(out: Path, results: dict) -> str:
+def plot_eval(out: Path, results: dict, colors: dict[str, str]) -> str:
     """pass@k and maj@k against k, before and after RL (mean over seeds)."""
     ks = list(range(1, results["config"]["eval_samples"] + 1))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
@@ -168,7 +173,7 @@ def plot_eval(out: Path, results: dict) -> str:
                 label="warm start (before RL)")  # fmt: skip
         for method in results["methods"]:
             after = _mean_over_seeds(results, method, "after")
-            ax.plot(ks, [after[f"{metric}@{k}"] for k in ks], color=_color(method), marker="o",
+            ax.plot(ks, [after[f"{metric}@{k}"] for k in ks], color=colors[method], marker="o",
                     label=method)  # fmt: skip
         ax.set_title(f"{metric}@k on held-out prompts")
         ax.set_xlabel("k")
@@ -226,17 +231,23 @@ def write_report(out: Path, results: dict) -> None:
     """Plots and ``summary.md`` in `out`."""
     rows = load_rows(out, results)
     seeds = sorted({r["seed"] for r in results["runs"]})
-    pictures = plot_training(out, rows, len(seeds))
-    pictures.append(plot_eval(out, results))
+    colors = label_colors(results)
     cfg = results["config"]
+    collapse = cfg["scenario"] == "collapse"
+    pictures = [plot_collapse(out, rows, colors)] if collapse else []
+    pictures += plot_training(out, rows, len(seeds), colors)
+    pictures.append(plot_eval(out, results, colors))
     h_ini = ", ".join(f"{float(v):.3f}" for v in results["h_ini"].values())
     last = _final_training(rows, results["methods"])
+    title = "the collapse scenario" if collapse else "GTPO vs GRPO on a tiny model"
+    kl = f"KL β = {cfg['kl_coef']:g} for {results['roles']['grpo_kl']}" if collapse else "no KL"
     text = [
-        "# gtpo demo: GTPO vs GRPO on a tiny model",
+        f"# gtpo demo: {title}",
         "",
         f"Seeds {', '.join(map(str, seeds))}; {cfg['steps']} RL steps of "
         f"{cfg['prompts_per_step']} prompts × G = {cfg['group_size']} completions, "
-        f"temperature 1.0, lr {cfg['lr']:g}, one policy iteration per batch, no KL; warm start "
+        f"temperature {cfg['temperature']:g}, lr {cfg['lr']:g}, one policy iteration per batch, "
+        f"{kl}; warm start "
         f"{cfg['sft_steps']} SFT steps on noisy demonstrations; held-out set "
         f"{cfg['eval_prompts']} prompts × {cfg['eval_samples']} samples."
         + (f" Ablation: {cfg['ablation']}." if cfg["ablation"] else ""),
@@ -246,6 +257,21 @@ def write_report(out: Path, results: dict) -> None:
         f"Rewards: {int(results['reward_requests'])} POST /get_reward requests to the reward "
         f"server ({results['reward_url']}). Wall time {results['wall_seconds']:.0f} s.",
         "",
+    ]
+    if collapse:
+        text += [
+            "## Paper claim → measured",
+            "",
+            "Rules (gtpo/demo/stability.py): curves smoothed over a tenth of the run (at most "
+            "10 steps); a reward *falls* when it drops below 75 % of its best value so far; a "
+            "run *collapses* when ⟨H⟩ goes above ln 2 and the format reward falls, in the "
+            "paper's order when ⟨H⟩ crosses first, then the format falls, then the accuracy. "
+            "Rewards on the 0..10 scale; steps count from 0.",
+            "",
+            claims_table(rows, results["roles"]),
+            "",
+        ]
+    text += [
         "## Held-out prompts" + (" (mean ± sd over seeds)" if len(seeds) > 1 else ""),
         "",
         summary_table(results),

@@ -25,6 +25,7 @@ import torch
 from tokenizers import Tokenizer
 
 from gtpo import GTPOConfig
+from gtpo.config import GTPOConfigError, flag
 from gtpo.demo.evaluate import evaluate
 from gtpo.demo.model import Policy, build_model
 from gtpo.demo.report import write_metrics_tables, write_report
@@ -40,14 +41,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """What one `gtpo demo` run does. `PRESETS` hold the default and the --quick sizes.
+    """What one `gtpo demo` run does. `SCENARIOS` and `PRESETS` hold the sizes of each.
 
     `gtpo` holds GTPO's knobs (the `--gtpo.*` flags and the `--ablation` shorthand), including
-    H_ini's prompt count; the GRPO run takes none of them but λ's weight for its logged
-    conflict fractions.
+    H_ini's prompt count; the GRPO runs take none of them but λ's weight for their logged
+    conflict fractions. `scenario` chooses the runs (`scenario_runs`): ``default`` trains GTPO
+    and GRPO side by side; ``collapse`` reproduces the paper's stability experiment.
     """
 
     out: Path = Path("gtpo-demo")
+    scenario: str = "default"
     seeds: tuple[int, ...] = (0,)
     steps: int = 150
     lr: float = 5e-5
@@ -58,10 +61,18 @@ class DemoConfig:
     eval_samples: int = 8  # k up to 8 for pass@k and maj@k
     prompts_per_step: int = 8
     group_size: int = 8
-    max_new_tokens: int = 48
+    max_new_tokens: int = 72
+    temperature: float = 1.0  # of the RL rollouts (H_ini and the evaluation sample at 1.0)
+    kl_coef: float = 0.04  # β of the collapse scenario's GRPO-with-KL run (the paper's 0.04)
     quick: bool = False
     gtpo: GTPOConfig = field(default_factory=GTPOConfig)
 
+
+# The collapse scenario's setting, chosen by watching GRPO with β = 0 alone (docs/demo.md).
+SCENARIOS: dict[str, dict] = {
+    "default": {},
+    "collapse": {"steps": 200, "lr": 3e-4},
+}
 
 PRESETS: dict[str, dict] = {
     "default": {},
@@ -73,6 +84,42 @@ PRESETS: dict[str, dict] = {
         "gtpo": GTPOConfig(h_ini_prompts=32),
     },
 }
+
+
+def scenario_runs(config: DemoConfig, seed: int) -> dict[str, RLConfig]:
+    """The RL runs of one seed, by role, all from the same warm start.
+
+    default: ``gtpo`` (with `config.gtpo`'s knobs) and ``grpo`` (β = 0).
+    collapse: ``grpo`` (β = 0), ``grpo_kl`` (β = `config.kl_coef`), GTPO with each form of the
+    entropy term, ``gtpo_penalty`` (Eq. 7) and ``gtpo_advantage`` (the authors' code), and
+    ``gtpo_no_filter`` (GTPO without δ, Eq. 6).
+    """
+    common = dict(
+        steps=config.steps,
+        prompts_per_step=config.prompts_per_step,
+        group_size=config.group_size,
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        lr=config.lr,
+        seed=seed,
+    )
+    knobs = config.gtpo
+    if config.scenario == "default":
+        return {
+            "gtpo": RLConfig(method="gtpo", gtpo=knobs, **common),
+            "grpo": RLConfig(method="grpo", gtpo=knobs, **common),
+        }
+    return {
+        "grpo": RLConfig(method="grpo", gtpo=knobs, **common),
+        "grpo_kl": RLConfig(method="grpo", kl_coef=config.kl_coef, gtpo=knobs, **common),
+        "gtpo_penalty": RLConfig(
+            method="gtpo", gtpo=replace(knobs, entropy_form="penalty"), **common
+        ),
+        "gtpo_advantage": RLConfig(
+            method="gtpo", gtpo=replace(knobs, entropy_form="advantage"), **common
+        ),
+        "gtpo_no_filter": RLConfig(method="gtpo", gtpo=knobs.with_ablation("no-filter"), **common),
+    }
 
 
 def make_policy(model, tokenizer: Tokenizer) -> Policy:
@@ -176,7 +223,10 @@ def run_demo(config: DemoConfig) -> dict:
             server.wait()
         requests_before = request_count(url)
 
-        labels = [_label(config, m) for m in ("gtpo", "grpo")]
+        roles = {role: cfg.label for role, cfg in scenario_runs(config, 0).items()}
+        labels = list(roles.values())
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"two runs of the demo would share a label: {roles}")
         results: dict = {
             # "ablation": the `--ablation` names the GTPO knobs amount to, as in the labels.
             "config": _jsonable(
@@ -184,6 +234,7 @@ def run_demo(config: DemoConfig) -> dict:
             ),
             "reward_url": "local" if server is not None else url,
             "methods": labels,
+            "roles": roles,
             "h_ini": {},
             "runs": [],
         }
@@ -235,33 +286,22 @@ def _run_seed(
     )
     log.info("seed %d: before RL %s", seed, _brief(before))
 
-    jobs = []
-    for position, method in enumerate(("gtpo", "grpo")):
-        cfg = RLConfig(
-            method=method,
-            steps=config.steps,
-            prompts_per_step=config.prompts_per_step,
-            group_size=config.group_size,
-            max_new_tokens=config.max_new_tokens,
-            lr=config.lr,
-            seed=seed,
-            gtpo=config.gtpo,
+    jobs = [
+        RLJob(
+            cfg=cfg,
+            tokenizer_json=tokenizer.to_str(),
+            warm_start_path=str(checkpoint),
+            reward_url=url,
+            train=split.train,
+            heldout=split.heldout,
+            h_ini=h_ini,
+            metrics_path=str(out / "runs" / f"{cfg.label}-seed{seed}.jsonl"),
+            eval_samples=config.eval_samples,
+            eval_seed=eval_seed,
+            progress_position=position,
         )
-        jobs.append(
-            RLJob(
-                cfg=cfg,
-                tokenizer_json=tokenizer.to_str(),
-                warm_start_path=str(checkpoint),
-                reward_url=url,
-                train=split.train,
-                heldout=split.heldout,
-                h_ini=h_ini,
-                metrics_path=str(out / "runs" / f"{cfg.label}-seed{seed}.jsonl"),
-                eval_samples=config.eval_samples,
-                eval_seed=eval_seed,
-                progress_position=position,
-            )
-        )
+        for position, cfg in enumerate(scenario_runs(config, seed).values())
+    ]
     runs = []
     for job, result in zip(jobs, pool.map(run_rl_job, jobs), strict=True):
         log.info("seed %d: %s after RL %s", seed, job.cfg.label, _brief(result["after"]))
@@ -284,10 +324,6 @@ def _h_ini(config: DemoConfig, seed: int, split, policy: Policy) -> float:
     return h_ini
 
 
-def _label(config: DemoConfig, method: str) -> str:
-    return RLConfig(method=method, gtpo=config.gtpo).label
-
-
 def _brief(metrics: dict[str, float]) -> str:
     keys = ("greedy_accuracy", "sampled_accuracy", "format_rate", "pass@8", "maj@8")
     return ", ".join(f"{k} {metrics[k]:.3f}" for k in keys)
@@ -306,17 +342,30 @@ def _jsonable(value):
 def preset(
     name: str,
     *,
+    scenario: str = "default",
     gtpo_values: Mapping[str, Any] | None = None,
     ablation: str | None = None,
     **overrides: Any,
 ) -> DemoConfig:
-    """The default or quick configuration with the given fields replaced (None: keep).
+    """The default or quick sizes of a scenario (one of `SCENARIOS`), with the given fields
+    replaced (None: keep).
 
     `gtpo_values` replaces GTPOConfig fields of the preset's knobs (the `--gtpo.*` flags given),
     then `ablation` (one of `config.ABLATIONS`) is applied on top. Raises GTPOConfigError for a
     knob GTPOConfig refuses.
     """
-    config = replace(DemoConfig(), **PRESETS[name], quick=name == "quick")
+    config = replace(DemoConfig(), **SCENARIOS[scenario])
+    config = replace(config, **PRESETS[name], quick=name == "quick")
+    config = replace(config, scenario=scenario)
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
-    knobs = replace(config.gtpo, **dict(gtpo_values or {})).with_ablation(ablation)
+    given = dict(gtpo_values or {})
+    chosen_by_scenario = sorted({"entropy_form", "entropy_filter"} & set(given))
+    if scenario != "default" and (ablation or chosen_by_scenario):
+        named = [f"--ablation {ablation}"] if ablation else []
+        named += [flag(name) for name in chosen_by_scenario]
+        raise GTPOConfigError(
+            f"the {scenario} scenario runs GTPO with each entropy form and without δ itself; "
+            f"drop {', '.join(named)}"
+        )
+    knobs = replace(config.gtpo, **given).with_ablation(ablation)
     return replace(config, gtpo=knobs)

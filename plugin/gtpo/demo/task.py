@@ -33,6 +33,11 @@ TAGS = (R_OPEN, R_CLOSE, A_OPEN, A_CLOSE)
 # --seeds, trains on the same prompts and is evaluated on the same held-out prompts.
 TASK_SEED = 1234
 
+# 4-6 steps per problem: a completion runs to about 30-60 tokens, of which the five tokens every
+# completion shares (the four tags and the end token) are a small share, as in the paper's
+# regime of long completions (Sec. 4.1).
+N_OPERANDS = (5, 6, 7)
+
 STYLES = ("chain", "words", "running", "regroup", "short")
 # How often each style appears in the demonstrations, and how often it holds an arithmetic
 # slip: the short style is wrong half the time, so wrong answers come with shorter reasoning.
@@ -77,8 +82,8 @@ def running_values(problem: Problem) -> list[int]:
 
 
 def random_problem(rng: random.Random) -> Problem:
-    """3 or 4 one-digit operands; a ``-`` only where the running value stays >= 0."""
-    n_operands = rng.choice((3, 4))
+    """5 to 7 one-digit operands; a ``-`` only where the running value stays >= 0."""
+    n_operands = rng.choice(N_OPERANDS)
     operands = [rng.randint(1, 9)]
     ops: list[str] = []
     total = operands[0]
@@ -153,8 +158,8 @@ def reasoning_text(problem: Problem, style: str, values: list[int]) -> str:
         return (
             f"add {'+'.join(map(str, plus))}={total}, take {taken}, {total}-{sum(minus)}={result}"
         )
-    if style == "short":  # so 5
-        return f"so {values[-1]}"
+    if style == "short":  # 3, 7, 5 so 5: running values only, no operations written
+        return ", ".join(map(str, values)) + f" so {values[-1]}"
     raise ValueError(f"unknown reasoning style {style!r}; expected one of {STYLES}")
 
 
@@ -213,7 +218,7 @@ def corpus(problems: list[Problem]) -> list[str]:
 
 
 _STYLE_PATTERNS = (
-    ("short", re.compile(r"so \d")),
+    ("short", re.compile(r"\d+, \d")),
     ("running", re.compile(r"start \d")),
     ("regroup", re.compile(r"add \d")),
     ("words", re.compile(r"\d+ (plus|minus) \d")),

@@ -9,7 +9,8 @@ Read it top to bottom, CleanRL style. One step:
 4. one forward pass gives log π(o_{i,t}|s_{i,t}) and the token entropies; the loss comes from
    the `gtpo` core: λ (Eq. 5), δ (Eq. 6) and γ from `gtpo_terms(cfg.gtpo, ...)` into Eq. 7 for
    GTPO, Eq. 1 with β = 0 for GRPO;
-5. one optimiser step (one policy iteration per batch, so the ratio is 1 and no KL).
+5. one optimiser step (one policy iteration per batch, so the ratio is 1). GRPO adds Eq. 1's
+   KL term to the warm start only when `kl_coef` β > 0 (the paper's β = 0.04 arm).
 
 Both methods log the same diagnostics (conflict-token fractions, entropy, filtered share) so
 their curves can be compared, even where GRPO does not act on them.
@@ -17,6 +18,7 @@ their curves can be compared, even where GRPO does not act on them.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import random
@@ -61,11 +63,12 @@ class RLConfig:
     prompts_per_step: int = 8
     group_size: int = 8
     temperature: float = 1.0
-    max_new_tokens: int = 48
+    max_new_tokens: int = 72
     lr: float = 5e-5
     clip_eps: float = 0.2  # inactive with one iteration per batch (ratio = 1)
     max_grad_norm: float = 1.0
     seed: int = 0
+    kl_coef: float = 0.0  # β of Eq. 1 for GRPO; the KL is to the warm start (π_ref)
     gtpo: GTPOConfig = field(default_factory=GTPOConfig)
 
     def __post_init__(self) -> None:
@@ -82,13 +85,20 @@ class RLConfig:
             )
         if self.lr <= 0:
             raise ValueError(f"--lr must be > 0, got {self.lr}")
+        if self.kl_coef < 0 or (self.kl_coef > 0 and self.method != "grpo"):
+            raise ValueError(
+                f"kl_coef β is {self.kl_coef}; it must be >= 0 and is GRPO's (Eq. 1): GTPO "
+                "has no KL term and no reference model (Eq. 7)"
+            )
 
     @property
     def label(self) -> str:
-        """Name in logs and plots: ``gtpo``, ``grpo`` or ``gtpo-no-filter`` (the ablations of
-        `config.ABLATIONS` the GTPO run's knobs amount to)."""
+        """Name in logs and plots: ``gtpo``, ``grpo``, ``grpo-kl0.04`` (β > 0) or
+        ``gtpo-no-filter`` (the ablations of `config.ABLATIONS` the GTPO run's knobs amount to)."""
         if self.method == "gtpo" and self.gtpo.ablations:
             return "-".join(("gtpo", *self.gtpo.ablations))
+        if self.kl_coef > 0:
+            return f"grpo-kl{self.kl_coef:g}"
         return self.method
 
 
@@ -116,9 +126,17 @@ def group_advantages(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
 
 
 def policy_loss(
-    model: LlamaForCausalLM, batch: Batch, cfg: RLConfig, h_ini: float, pad_id: int
+    model: LlamaForCausalLM,
+    batch: Batch,
+    cfg: RLConfig,
+    h_ini: float,
+    pad_id: int,
+    reference: LlamaForCausalLM | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The loss of one batch and its metrics (stable names, see `gtpo.gtpo_metrics`)."""
+    """The loss of one batch and its metrics (stable names, see `gtpo.gtpo_metrics`).
+
+    `reference` is π_ref of Eq. 1, needed only for GRPO with `cfg.kl_coef` > 0.
+    """
     logits, ids, mask = completion_logits(model, batch.prompts, batch.completions, pad_id)
     # log π_θ(o_{i,t}|s_{i,t}) and H(π_θ(·|s_{i,t})) from one pass over the logits.
     logprobs, token_entropy = token_logprobs_and_entropy(logits, ids)
@@ -146,14 +164,24 @@ def policy_loss(
             clip_eps=cfg.clip_eps,
         )
     else:
-        # Eq. 1 with β = 0: −(1/N) Σ_i (A_i / |o_i|) Σ_t r_{i,t}
+        # Eq. 1: −(1/N) Σ_i (A_i / |o_i|) Σ_t r_{i,t} + β · KL(π_θ ‖ π_ref)
+        ref_logprobs = None
+        if cfg.kl_coef > 0:
+            if reference is None:
+                raise ValueError("GRPO with kl_coef > 0 needs the reference model π_ref")
+            with torch.no_grad():
+                ref_logits, _, _ = completion_logits(
+                    reference, batch.prompts, batch.completions, pad_id
+                )
+                ref_logprobs, _ = token_logprobs_and_entropy(ref_logits, ids)
         loss, metrics = grpo_loss(
             logprobs,
             old_logprobs,
             advantages,
             mask,
             clip_eps=cfg.clip_eps,
-            kl_coef=0.0,
+            kl_coef=cfg.kl_coef,
+            ref_logprobs=ref_logprobs,
             completion_entropy=mean_entropy,
         )
         metrics["filtered_frac"] = 0.0  # GRPO keeps every completion
@@ -208,11 +236,12 @@ def rl_step(
     cfg: RLConfig,
     h_ini: float,
     generator: torch.Generator,
+    reference: LlamaForCausalLM | None = None,
 ) -> tuple[dict[str, float], Batch]:
     """One full step (1-5 in the module docstring); returns its metrics and its batch."""
     batch = collect(policy, problems, client, cfg, generator)
     policy.model.train()
-    loss, metrics = policy_loss(policy.model, batch, cfg, h_ini, policy.pad_id)
+    loss, metrics = policy_loss(policy.model, batch, cfg, h_ini, policy.pad_id, reference)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.max_grad_norm)
@@ -251,6 +280,12 @@ def training_order(problems: list[Problem], seed: int) -> list[Problem]:
     return order
 
 
+def _frozen_copy(model: LlamaForCausalLM) -> LlamaForCausalLM:
+    reference = copy.deepcopy(model).eval()
+    reference.requires_grad_(False)
+    return reference
+
+
 def train(
     policy: Policy,
     problems: list[Problem],
@@ -265,6 +300,8 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed)
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
     order = training_order(problems, cfg.seed)
+    # π_ref of Eq. 1: a frozen copy of the policy as training starts (the warm start).
+    reference = _frozen_copy(policy.model) if cfg.kl_coef > 0 else None
     n = cfg.prompts_per_step
     history: list[dict[str, float]] = []
     sink = open(metrics_path, "w") if metrics_path else None  # noqa: SIM115 (closed below)
@@ -280,7 +317,9 @@ def train(
             start = (step * n) % len(order)
             prompts = [order[(start + j) % len(order)] for j in range(n)]
             started = time.perf_counter()
-            metrics, _ = rl_step(policy, optimizer, prompts, client, cfg, h_ini, generator)
+            metrics, _ = rl_step(
+                policy, optimizer, prompts, client, cfg, h_ini, generator, reference
+            )
             row = {"method": cfg.label, "seed": cfg.seed, "step": step, **metrics}
             history.append(row)
             if sink:
