@@ -86,9 +86,9 @@ class RLConfig:
     @property
     def label(self) -> str:
         """Name in logs and plots: ``gtpo``, ``grpo`` or ``gtpo-no-filter`` (the ablations of
-        `config.ABLATIONS` the GTPO run's knobs amount to)."""
-        if self.method == "gtpo" and self.gtpo.ablations:
-            return "-".join(("gtpo", *self.gtpo.ablations))
+        `config.ABLATIONS` the GTPO run's knobs amount to); ``gtpo-adv…`` in advantage form."""
+        if self.method == "gtpo":
+            return "-".join(("gtpo" + self.gtpo.label_suffix, *self.gtpo.ablations))
         return self.method
 
 
@@ -133,7 +133,8 @@ def policy_loss(
     if cfg.method == "gtpo":
         # λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) as the knobs choose them, ablations included.
         terms = gtpo_terms(cfg.gtpo, ids, mask, advantages, cfg.group_size, mean_entropy, h_ini)
-        # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ]
+        # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ], or with
+        # δ_i (A_i − γ⟨H⟩_i) weighting the ratios in the advantage form.
         loss, metrics = gtpo_loss(
             logprobs,
             old_logprobs,
@@ -142,8 +143,9 @@ def policy_loss(
             terms.weights,
             terms.keep,
             mean_entropy,
-            gamma=terms.gamma,
+            gamma=cfg.gtpo.gamma,
             clip_eps=cfg.clip_eps,
+            entropy_form=cfg.gtpo.entropy_form,
         )
     else:
         # Eq. 1 with β = 0: −(1/N) Σ_i (A_i / |o_i|) Σ_t r_{i,t}
