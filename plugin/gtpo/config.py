@@ -190,7 +190,7 @@ class GTPOConfig:
 
     @property
     def label_suffix(self) -> str:
-        """"-adv" in advantage form, "" otherwise: run labels tell the two forms apart."""
+        """ "-adv" in advantage form, "" otherwise: run labels tell the two forms apart."""
         return "-adv" if self.is_gtpo and self.entropy_form == ADVANTAGE else ""
 
     def with_ablation(self, name: str | None) -> GTPOConfig:

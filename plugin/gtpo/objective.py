@@ -243,7 +243,9 @@ def gtpo_loss(
     if gamma < 0:
         raise ValueError(f"gamma is an entropy *penalty* and must be >= 0, got {gamma}")
     penalty, folded = entropy_coefficients(gamma, entropy_form)
-    per_token = token_advantages(weights, keep, fold_entropy(advantages, completion_entropy, folded))
+    per_token = token_advantages(
+        weights, keep, fold_entropy(advantages, completion_entropy, folded)
+    )
     surrogate = _clipped_surrogate(logprobs, old_logprobs, per_token, completion_mask, clip_eps)
     objective = surrogate - penalty * completion_entropy if penalty else surrogate
     loss = -objective.mean()

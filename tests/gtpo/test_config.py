@@ -240,7 +240,9 @@ def test_gtpo_terms_equal_the_papers_lambda_delta_gamma(case):
     assert terms.keep.tolist() == keep
     assert terms.gamma == gamma
     folded = config.is_gtpo and config.entropy_form == "advantage"
-    shifted = [a - config.gamma * h if folded else a for a, h in zip(advantages, entropies)]
+    shifted = [
+        a - config.gamma * h if folded else a for a, h in zip(advantages, entropies, strict=True)
+    ]
     assert terms.advantages.tolist() == pytest.approx(shifted)
     # The batch exercises what the case is about (else the comparison is moot).
     if config.applies_conflict:
