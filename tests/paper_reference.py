@@ -9,6 +9,7 @@ sys.path).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 LN2 = math.log(2)
 
@@ -63,3 +64,49 @@ def reference_weights(
 def reference_delta(completion_entropy: float, h_ini: float) -> float:
     """δ_i of Eq. 6: 0 when the model started below ln 2 and ⟨H⟩_i exceeds ln 2, else 1."""
     return 0.0 if h_ini < LN2 and completion_entropy > LN2 else 1.0
+
+
+def reference_objective(
+    logprobs: list[list[Any]],
+    old_logprobs: list[list[float]],
+    advantages: list[float],
+    weights: list[list[float]],
+    keep: list[float],
+    entropies: list[Any],
+    gamma: float,
+    entropy_form: str,
+    clip_eps: float = 0.2,
+) -> Any:
+    """J of Eq. 7 (to maximise), one completion and one token at a time, in either form.
+
+    Rows are lists of the real tokens only (no padding). `logprobs` and `entropies` may hold
+    torch scalars so autograd can differentiate this loop; `detach` is then used for the
+    advantage form's ⟨H⟩_i, which is a number there.
+
+        J = (1/N) Σ_i [ (1/|o_i|) Σ_t min(r_{i,t} a_{i,t}, clip(r_{i,t}, 1±ε) a_{i,t}) − P_i ]
+        penalty:   a_{i,t} = λ_{i,t} δ_i A_i,              P_i = γ ⟨H⟩_i
+        advantage: a_{i,t} = λ_{i,t} δ_i (A_i − γ ⟨H⟩_i),  P_i = 0, ⟨H⟩_i detached
+    """
+    total = 0.0
+    for i in range(len(advantages)):
+        if entropy_form == "penalty":
+            advantage, penalty = advantages[i], gamma * entropies[i]
+        elif entropy_form == "advantage":
+            h = entropies[i]
+            h = h.detach() if hasattr(h, "detach") else h
+            advantage, penalty = advantages[i] - gamma * h, 0.0
+        else:
+            raise ValueError(entropy_form)
+        inner = 0.0
+        for t in range(len(logprobs[i])):
+            ratio = (logprobs[i][t] - old_logprobs[i][t]).exp()
+            a = weights[i][t] * keep[i] * advantage
+            clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps)
+            inner = inner + torch_min(ratio * a, clipped * a)
+        total = total + inner / len(logprobs[i]) - penalty
+    return total / len(advantages)
+
+
+def torch_min(x: Any, y: Any) -> Any:
+    """min of two (torch) scalars, keeping the gradient of the smaller one."""
+    return x if bool(x <= y) else y

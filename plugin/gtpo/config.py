@@ -30,6 +30,11 @@ from typing import Any
 
 FLAG_PREFIX = "--gtpo."
 
+# Where Eq. 7's entropy term goes (the `entropy_form` knob; `entropy_coefficients`).
+PENALTY = "penalty"  # the paper's Eq. 7: −γ⟨H⟩_i as its own term, with its own gradient
+ADVANTAGE = "advantage"  # the authors' public code: A_i − γ⟨H⟩_i (detached) weighted by λ·δ
+ENTROPY_FORMS = (PENALTY, ADVANTAGE)
+
 
 class GTPOConfigError(ValueError):
     """A GTPO setting that cannot run; the message names the setting and what to change.
@@ -88,6 +93,16 @@ class GTPOConfig:
         0.1,
         "entropy penalty γ of Eq. 7 (paper: 0.1); 0 drops the entropy term",
         metavar="GAMMA",
+        symbol="γ",
+        equation="Eq. 7",
+    )
+    entropy_form: str = knob(
+        "penalty",
+        "where γ⟨H⟩_i of Eq. 7 goes: penalty (the paper's Eq. 7) subtracts it as its own term, "
+        "with its own gradient, not multiplied by δ; advantage (the authors' public code, "
+        "journal version) folds it into the advantage, J = (1/G) Σ_i δ_i (A_i − γ⟨H⟩_i)/|o_i| "
+        "Σ_t λ_{i,t} r_{i,t}, with ⟨H⟩_i detached and λ from the signs of the original A_i",
+        choices=ENTROPY_FORMS,
         symbol="γ",
         equation="Eq. 7",
     )
@@ -163,8 +178,20 @@ class GTPOConfig:
 
     @property
     def entropy_coef(self) -> float:
-        """γ as applied: the configured γ in GTPO mode, 0 for the GRPO baseline."""
-        return self.gamma if self.is_gtpo else 0.0
+        """γ subtracted as its own term with its own gradient (Eq. 7's penalty form): the
+        configured γ with `entropy_form` penalty, 0 with advantage and for the GRPO baseline."""
+        return entropy_coefficients(self.gamma if self.is_gtpo else 0.0, self.entropy_form)[0]
+
+    @property
+    def advantage_entropy_coef(self) -> float:
+        """γ folded into the advantage, A_i − γ⟨H⟩_i with ⟨H⟩_i detached: the configured γ with
+        `entropy_form` advantage, 0 with penalty and for the GRPO baseline."""
+        return entropy_coefficients(self.gamma if self.is_gtpo else 0.0, self.entropy_form)[1]
+
+    @property
+    def label_suffix(self) -> str:
+        """ "-adv" in advantage form, "" otherwise: run labels tell the two forms apart."""
+        return "-adv" if self.is_gtpo and self.entropy_form == ADVANTAGE else ""
 
     def with_ablation(self, name: str | None) -> GTPOConfig:
         """This config with one of `ABLATIONS` applied (None: unchanged)."""
@@ -196,6 +223,17 @@ class GTPOConfig:
     def from_namespace(cls, namespace: Any) -> GTPOConfig:
         """Build from an argparse namespace filled by `add_arguments` (dests `gtpo.<field>`)."""
         return cls(**namespace_values(namespace))
+
+
+def entropy_coefficients(gamma: float, entropy_form: str) -> tuple[float, float]:
+    """(penalty, folded): the share of γ that Eq. 7 subtracts as its own term −γ⟨H⟩_i and the
+    share folded into the advantage as A_i − γ⟨H⟩_i. One is γ, the other 0."""
+    if entropy_form not in ENTROPY_FORMS:
+        raise ValueError(
+            f"entropy_form is {entropy_form!r}; pass one of {', '.join(ENTROPY_FORMS)} "
+            f"({flag('entropy_form')})"
+        )
+    return (gamma, 0.0) if entropy_form == PENALTY else (0.0, gamma)
 
 
 # GTPO without one of its parts, as named in the demo's `--ablation` shorthand and in reports.

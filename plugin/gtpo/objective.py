@@ -7,6 +7,13 @@ Everything works on plain tensors so any trainer can call it:
 
 N = prompts × G completions. Both objectives are returned as losses to *minimise* (L = −J) and
 averaged over completions, which is Eq. 7's 1/G sum averaged over the batch's prompts.
+
+Eq. 7's entropy term has two published forms (`GTPOConfig.entropy_form`):
+    penalty (the paper):     J = (1/G) Σ_i [ δ_i A_i/|o_i| Σ_t λ_{i,t} r_{i,t} − γ⟨H⟩_i ]
+    advantage (the authors' public code, journal version):
+                             J = (1/G) Σ_i δ_i (A_i − γ⟨H⟩_i)/|o_i| Σ_t λ_{i,t} r_{i,t}
+In the advantage form ⟨H⟩_i is a detached number (no gradient flows through the entropy) and λ
+still takes its values from the signs of the original A_i.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gtpo.config import PENALTY, entropy_coefficients
 from gtpo.conflict import conflict_weights
 from gtpo.entropy import entropy_filter
 
@@ -23,13 +31,41 @@ if TYPE_CHECKING:
     from gtpo.config import GTPOConfig
 
 
+def fold_entropy(
+    advantages: torch.Tensor, completion_entropy: torch.Tensor, coef: float
+) -> torch.Tensor:
+    """A_i − γ⟨H⟩_i with ⟨H⟩_i detached (Eq. 7, advantage form); A_i itself when coef is 0. [N]."""
+    if coef == 0:
+        return advantages
+    return advantages - coef * completion_entropy.detach().to(advantages.dtype)
+
+
+def token_advantages(
+    weights: torch.Tensor, keep: torch.Tensor, advantages: torch.Tensor
+) -> torch.Tensor:
+    """λ_{i,t}·δ_i·A_i, the advantage of each token in Eq. 7's surrogate. [N, L]."""
+    return weights * (keep * advantages)[:, None]
+
+
 @dataclass(frozen=True)
 class GTPOTerms:
-    """What a GTPOConfig puts into Eq. 7 for one batch."""
+    """What a GTPOConfig puts into Eq. 7 for one batch.
+
+    A trainer weights `advantages` by λ·δ (`token_advantages`) and subtracts `gamma`·⟨H⟩_i as
+    its own term; the entropy form is already applied, so no trainer branches on it.
+    """
 
     weights: torch.Tensor  # λ_{i,t} of Eq. 5, float32 [N, L], 0 on padding (the mask if λ ≡ 1)
     keep: torch.Tensor  # δ_i of Eq. 6, float32 [N] of 0/1 (ones if δ ≡ 1)
-    gamma: float  # γ of Eq. 7 as applied (0 for the GRPO baseline)
+    # The per-completion advantage λ·δ multiplies [N]: A_i in penalty form (and for GRPO),
+    # A_i − γ⟨H⟩_i with ⟨H⟩_i detached in advantage form. λ comes from the signs of A_i.
+    advantages: torch.Tensor
+    # γ subtracted as its own term −γ⟨H⟩_i: γ in penalty form, 0 in advantage form and for GRPO.
+    gamma: float
+
+    def token_advantages(self) -> torch.Tensor:
+        """λ_{i,t}·δ_i·`advantages`_i: what a trainer's clipped surrogate weights. [N, L]."""
+        return token_advantages(self.weights, self.keep, self.advantages)
 
 
 def gtpo_terms(
@@ -44,14 +80,14 @@ def gtpo_terms(
     """λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) of one batch, as `config` chooses them.
 
     The one place that reads the method's knobs: every trainer (the demo, the OpenRLHF
-    advantage weighting, the TRL trainer) calls it and multiplies its advantages or its
-    surrogate by λ·δ.
+    advantage weighting, the TRL trainer) calls it, weights `terms.advantages` by λ·δ and
+    subtracts `terms.gamma`·⟨H⟩_i, whichever entropy form the config chooses.
 
     Args:
         completion_ids, completion_mask: [N, L], completions right-padded, rows of prompt k at
             k·G … k·G+G−1.
         advantages: [N] A_i (their signs choose λ's value on conflict tokens).
-        completion_entropy: [N] ⟨H⟩_i (Sec. 4.2).
+        completion_entropy: [N] ⟨H⟩_i (Sec. 4.2); only its value is used (detached).
         h_ini: the model's mean completion entropy before training; needed only when δ is
             `auto` (Eq. 6 as written).
     """
@@ -75,7 +111,10 @@ def gtpo_terms(
             )
         keep = entropy_filter(completion_entropy, h_ini)
     return GTPOTerms(
-        weights=weights, keep=keep.to(completion_entropy.device), gamma=config.entropy_coef
+        weights=weights,
+        keep=keep.to(completion_entropy.device),
+        advantages=fold_entropy(advantages, completion_entropy, config.advantage_entropy_coef),
+        gamma=config.entropy_coef,
     )
 
 
@@ -169,8 +208,12 @@ def gtpo_loss(
     completion_entropy: torch.Tensor,
     gamma: float = 0.1,
     clip_eps: float = 0.2,
+    entropy_form: str = PENALTY,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Eq. 7 as a loss: L = −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ].
+    """Eq. 7 as a loss, in either form of its entropy term:
+
+        penalty:   L = −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ]
+        advantage: L = −(1/N) Σ_i (δ_i (A_i − γ ⟨H⟩_i) / |o_i|) Σ_t λ_{i,t} r_{i,t}, ⟨H⟩_i detached
 
     Args:
         logprobs: [N, L] log π_θ(o_{i,t}|s_{i,t}) of the sampled tokens, with grad.
@@ -181,8 +224,12 @@ def gtpo_loss(
         weights: [N, L] λ from `gtpo.conflict_weights` (Eq. 5).
         keep: [N] δ from `gtpo.entropy_filter` (Eq. 6).
         completion_entropy: [N] ⟨H⟩_i with grad (`completion_entropy(token_entropy(...))`).
-        gamma: entropy penalty γ ≥ 0 (paper: 0.1). Entropy is minimised.
+        gamma: entropy coefficient γ ≥ 0 (paper: 0.1). Entropy is minimised.
         clip_eps: PPO clip range for the ratio r (inactive at r = 1).
+        entropy_form: "penalty" (the paper's Eq. 7: γ⟨H⟩_i is its own term with its own
+            gradient, not multiplied by δ) or "advantage" (the authors' code: the token
+            advantage is λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) with ⟨H⟩_i detached, no separate term).
+            λ (`weights`) comes from the signs of the original A_i either way.
 
     Because λ·δ ≥ 0, min(r·λδA, clip(r)·λδA) = λδ·min(r·A, clip(r)·A): weighting the token
     advantage is the same as weighting the clipped term, which is what the OpenRLHF adapter
@@ -195,11 +242,12 @@ def gtpo_loss(
     )
     if gamma < 0:
         raise ValueError(f"gamma is an entropy *penalty* and must be >= 0, got {gamma}")
-    token_advantages = weights * (keep * advantages)[:, None]
-    surrogate = _clipped_surrogate(
-        logprobs, old_logprobs, token_advantages, completion_mask, clip_eps
+    penalty, folded = entropy_coefficients(gamma, entropy_form)
+    per_token = token_advantages(
+        weights, keep, fold_entropy(advantages, completion_entropy, folded)
     )
-    objective = surrogate - gamma * completion_entropy
+    surrogate = _clipped_surrogate(logprobs, old_logprobs, per_token, completion_mask, clip_eps)
+    objective = surrogate - penalty * completion_entropy if penalty else surrogate
     loss = -objective.mean()
     metrics = gtpo_metrics(weights, advantages, completion_mask, keep, completion_entropy)
     metrics["loss"] = float(loss.detach())

@@ -136,6 +136,29 @@ def test_gtpo_step_is_eq7_of_the_core(setup, h_ini):
     _assert_update_is_minus_grad(update, _grad(before, by_hand))
 
 
+def test_gtpo_step_in_advantage_form_is_the_cores_advantage_form(setup):
+    policy, split = setup
+    policy = copy.copy(policy)
+    policy.model = copy.deepcopy(policy.model)
+    knobs = GTPOConfig(gamma=0.1, entropy_form="advantage")
+    cfg = RLConfig(method="gtpo", group_size=G, max_grad_norm=1e9, gtpo=knobs)
+    assert cfg.label == "gtpo-adv"
+    assert RLConfig(gtpo=knobs.with_ablation("no-filter")).label == "gtpo-adv-no-filter"
+    # H_ini above ln 2: δ ≡ 1 (with H_ini = 0.3 this batch is all filtered, and the advantage
+    # form, which has no separate entropy term, would leave no gradient to compare).
+    before, metrics, batch, update = _step(policy, _problems(split), cfg, 1.0)
+
+    logprobs, mean_entropy, ids, mask = _reference_terms(before, batch, policy.pad_id)
+    weights = conflict_weights(ids, mask, batch.advantages, G).double()
+    keep = entropy_filter(mean_entropy, 1.0).double()
+    args = (logprobs, logprobs.detach(), batch.advantages.double(), mask, weights, keep)
+    core, _ = gtpo_loss(*args, mean_entropy, gamma=0.1, entropy_form="advantage")
+    penalty, _ = gtpo_loss(*args, mean_entropy, gamma=0.1)
+    assert metrics["loss"] == pytest.approx(float(core.detach()), abs=1e-5)
+    assert float(core.detach()) != pytest.approx(float(penalty.detach()), abs=1e-4)
+    _assert_update_is_minus_grad(update, _grad(before, core))
+
+
 def test_grpo_step_is_eq1_of_the_core_and_differs_from_gtpo(setup):
     policy, split = setup
     policy = copy.copy(policy)

@@ -25,15 +25,33 @@ def test_defaults_are_the_papers():
     assert config.conflict_weight == 2.0  # λ on protected tokens of positive completions, Eq. 5
     assert config.no_conflict is False
     assert config.entropy_filter == "auto"  # Eq. 6 as written: filter only when H_ini < ln 2
+    assert config.entropy_form == "penalty"  # Eq. 7 as written: −γ⟨H⟩_i, its own term
     assert config.h_ini is None  # measured, not given
     assert config.h_ini_prompts == 100  # Sec. 4.2: the first 100 training prompts
     assert config.ablations == ()
     assert config.is_gtpo and config.applies_conflict and config.entropy_coef == 0.1
+    assert config.advantage_entropy_coef == 0.0 and config.label_suffix == ""
+
+
+@pytest.mark.parametrize(
+    ("algo", "form", "penalty", "folded", "suffix"),
+    [
+        ("gtpo", "penalty", 0.3, 0.0, ""),
+        ("gtpo", "advantage", 0.0, 0.3, "-adv"),
+        ("grpo", "penalty", 0.0, 0.0, ""),
+        ("grpo", "advantage", 0.0, 0.0, ""),
+    ],
+)
+def test_entropy_form_puts_gamma_in_one_place(algo, form, penalty, folded, suffix):
+    config = GTPOConfig(algo=algo, gamma=0.3, entropy_form=form)
+    assert (config.entropy_coef, config.advantage_entropy_coef) == (penalty, folded)
+    assert config.label_suffix == suffix
 
 
 BAD = [
     ("algo", "ppo", "pass one of gtpo, grpo"),
     ("entropy_filter", "sometimes", "pass one of auto, on, off"),
+    ("entropy_form", "bonus", "pass one of penalty, advantage"),
     ("gamma", -0.1, "finite number >= 0"),
     ("gamma", math.nan, "finite number >= 0"),
     ("gamma", math.inf, "finite number >= 0"),
@@ -95,6 +113,7 @@ def _parser(**kwargs) -> argparse.ArgumentParser:
 NON_DEFAULT = GTPOConfig(
     algo="grpo",
     gamma=0.05,
+    entropy_form="advantage",
     conflict_weight=3.0,
     no_conflict=True,
     entropy_filter="on",
@@ -190,6 +209,8 @@ def _reference(config: GTPOConfig, completions, advantages, entropies, h_ini):
         below = h_ini if mode == "auto" else 0.0  # "on": Eq. 6's H_ini < ln 2 branch, always
         keep = [reference_delta(h, below) for h in entropies]
     gamma = config.gamma if config.is_gtpo else 0.0
+    if config.entropy_form == "advantage":  # folded into the advantage: no separate term
+        return weights, keep, 0.0
     return weights, keep, gamma
 
 
@@ -200,6 +221,7 @@ CASES = {
     "off": (GTPOConfig(entropy_filter="off"), 0.5),
     "λ on positive conflicts = 3": (GTPOConfig(conflict_weight=3.0), 0.5),
     **{name: (GTPOConfig().with_ablation(name), 0.5) for name in ABLATIONS},
+    "advantage form": (GTPOConfig(entropy_form="advantage"), 0.5),
     "grpo": (GTPOConfig(algo="grpo", gamma=0.3, entropy_filter="on"), 0.5),
 }
 
@@ -217,6 +239,11 @@ def test_gtpo_terms_equal_the_papers_lambda_delta_gamma(case):
         assert (terms.weights[i, len(c) :] == 0).all()  # padding
     assert terms.keep.tolist() == keep
     assert terms.gamma == gamma
+    folded = config.is_gtpo and config.entropy_form == "advantage"
+    shifted = [
+        a - config.gamma * h if folded else a for a, h in zip(advantages, entropies, strict=True)
+    ]
+    assert terms.advantages.tolist() == pytest.approx(shifted)
     # The batch exercises what the case is about (else the comparison is moot).
     if config.applies_conflict:
         assert {0.0, config.conflict_weight} <= {w for row in weights for w in row}

@@ -10,6 +10,7 @@ group_norm × λ·δ, with λ and δ computed directly by the core on the rollou
 from __future__ import annotations
 
 import copy
+import math
 import random
 from types import SimpleNamespace
 
@@ -23,9 +24,12 @@ from openrlhf.trainer.ppo_utils.experience import Experience
 from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
 from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
 from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+from paper_reference import reference_delta, reference_weights
 
 from gtpo import GTPOConfig, conflict_weights, entropy_filter
+from gtpo.openrlhf import compat
 from gtpo.openrlhf.advantages import weight_advantages
+from gtpo.openrlhf.flags import gtpo_config
 
 G = 4
 PAD = 0
@@ -200,3 +204,59 @@ def test_h_ini_above_ln2_keeps_every_completion(openrlhf_args):
     parts = [entropies[torch.tensor(e.index)] for e in experiences]
     metrics = weight_advantages(experiences, parts, G, 0.9, GTPOConfig(no_conflict=True))
     assert metrics["filtered_frac"] == 0.0
+
+
+def _paper_advantages(rewards: list[float], estimator: str) -> list[float]:
+    """A_i in plain Python: (R_i − mean) / (std + 1e-9) (group_norm), else R_i − mean (dr_grpo)."""
+    out = []
+    for start in range(0, len(rewards), G):
+        group = rewards[start : start + G]
+        mean = sum(group) / G
+        std = math.sqrt(sum((r - mean) ** 2 for r in group) / (G - 1))
+        out += [(r - mean) / (std + 1e-9) if estimator == "group_norm" else r - mean for r in group]
+    return out
+
+
+@pytest.mark.parametrize("estimator", ["group_norm", "dr_grpo"])
+@pytest.mark.parametrize("form", ["penalty", "advantage"])
+def test_final_advantages_are_lambda_delta_times_the_forms_advantage(
+    openrlhf_args, estimator, form
+):
+    """OpenRLHF's own estimator, then GTPO's weighting, against the paper's loops: the final
+    advantage of token t of completion i is λ_{i,t}·δ_i·A_i (penalty) or λ_{i,t}·δ_i·(A_i −
+    γ⟨H⟩_i) (advantage), λ from the signs of A_i, A_i from the estimator's definition."""
+    args = openrlhf_args(
+        "--rollout.micro_batch_size", "3", "--algo.advantage.estimator", estimator,
+        "--gtpo.entropy_form", form,
+    )  # fmt: skip
+    maker = maker_for(args)
+    samples, completions, rewards, entropies = make_rollout(num_prompts=5, seed=7)
+    experiences = with_group_norm(maker, maker.split_rollout_samples(samples))
+    advantages = _paper_advantages(rewards.tolist(), estimator)
+    # OpenRLHF's estimator is the definition (dr_grpo: centred, not divided by the std) ...
+    for e in experiences:
+        first = compat.first_action_value(e.advantages, e.action_mask.bool())
+        assert first.tolist() == pytest.approx([advantages[i] for i in e.index], abs=1e-6)
+    # ... and the two estimators differ on this data (else the comparison is moot).
+    other = _paper_advantages(
+        rewards.tolist(), "dr_grpo" if estimator == "group_norm" else "group_norm"
+    )
+    assert max(abs(a - b) for a, b in zip(advantages, other, strict=True)) > 0.1
+    parts = [entropies[torch.tensor(e.index)] for e in experiences]
+    h_ini, gamma = 0.5, 0.1
+    weight_advantages(experiences, parts, G, h_ini, gtpo_config(args))
+
+    weights = []
+    for start in range(0, len(completions), G):
+        group = slice(start, start + G)
+        weights += reference_weights(completions[group], advantages[group], 2.0)
+    assert {0.0, 2.0} <= {w for row in weights for w in row}, "no conflicts in the test data"
+    keep = [reference_delta(float(h), h_ini) for h in entropies]
+    assert 0.0 in keep and 1.0 in keep
+    for e in experiences:
+        mask = e.action_mask.bool()
+        for r, i in enumerate(e.index):
+            a = advantages[i] - (gamma * float(entropies[i]) if form == "advantage" else 0.0)
+            expected = torch.tensor([w * keep[i] * a for w in weights[i]])
+            assert torch.allclose(e.advantages[r][mask[r]].float(), expected, atol=1e-5), i
+    assert args.actor.entropy_coef == (None if form == "advantage" else pytest.approx(-gamma))

@@ -374,3 +374,45 @@ def test_fixture_prompts_carry_the_paper_instruction(fixture_files):
 
     rows = [json.loads(line) for line in fixture_files.prompts.read_text().splitlines()]
     assert all(r["prompt"].startswith(SYSTEM_PROMPT) and r["label"] for r in rows)
+
+
+def test_authors_variant_dr_grpo_and_advantage_form(fixture_files, reward_server, tmp_path):
+    """`--algo.advantage.estimator dr_grpo --gtpo.entropy_form advantage` in the real loop:
+    OpenRLHF's advantages are R_i − group mean (no std), the final ones are
+    λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) from the paper's loops, and OpenRLHF's entropy loss is off."""
+    argv = base_argv(fixture_files, reward_server.url, tmp_path)
+    argv = flag(
+        flag(argv, "--algo.advantage.estimator", "dr_grpo"), "--gtpo.entropy_form", "advantage"
+    )
+    run = run_fit(argv, tmp_path)
+    assert run.returncode == 0, run.log[-4000:]
+    records = run.experiences()
+    assert len(records) == STEPS
+    h_ini, gamma = records[0]["h_ini"], 0.1
+    kept = 0
+    for record in records:
+        rows = completions_of(record)
+        rewards = {}
+        for mb in record["micro_batches"]:
+            for r, index in enumerate(mb["index"]):
+                rewards[index] = float(mb["rewards"][r])
+        expected: dict[int, list[float]] = {}
+        for first in range(0, len(rows), G):
+            group = [rows[i] for i in range(first, first + G)]
+            mean = sum(rewards[first + k] for k in range(G)) / G
+            for k, c in enumerate(group):  # dr_grpo: centred, not divided by the std
+                assert c["advantage"] == pytest.approx(rewards[first + k] - mean, abs=1e-5)
+            lam = reference_weights([c["tokens"] for c in group], [c["advantage"] for c in group])
+            for k, c in enumerate(group):
+                a = c["advantage"] - gamma * c["entropy"]
+                kept += reference_delta(c["entropy"], h_ini) == 1
+                expected[first + k] = [w * reference_delta(c["entropy"], h_ini) * a for w in lam[k]]
+        for mb in record["micro_batches"]:
+            mask = mb["action_mask"].bool()
+            for r, index in enumerate(mb["index"]):
+                want = torch.tensor(expected[index], dtype=mb["advantages"].dtype)
+                torch.testing.assert_close(mb["advantages"][r, mask[r]], want, rtol=0, atol=1e-5)
+    assert kept > 0, "every completion filtered: the comparison would be vacuous"
+    logged = scalars(run)
+    assert "train/entropy_loss" not in logged  # OpenRLHF's entropy coefficient is unset
+    assert sorted(logged["train/gtpo/entropy_mean"]) == list(range(1, STEPS + 1))

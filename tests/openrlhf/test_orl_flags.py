@@ -155,7 +155,15 @@ def test_openrlhf_flags_pass_through_untouched(run_orl, base_argv):
 REFUSED = {
     "estimator": (
         ["--algo.advantage.estimator", "gae"],
-        "Pass --algo.advantage.estimator group_norm",
+        "Pass --algo.advantage.estimator group_norm or dr_grpo",
+    ),
+    "estimator_reinforce_baseline": (
+        ["--algo.advantage.estimator", "reinforce_baseline"],
+        "Pass --algo.advantage.estimator group_norm or dr_grpo",
+    ),
+    "entropy_coef_in_advantage_form": (
+        ["--gtpo.entropy_form", "advantage", "--actor.entropy_coef", "-0.1"],
+        "unset in the advantage form",
     ),
     "single_sample": (
         ["--rollout.n_samples_per_prompt", "1"],
@@ -199,7 +207,30 @@ def test_every_refusal_is_reported_at_once(run_orl, base_argv, caplog):
     with caplog.at_level(logging.ERROR, logger="gtpo"), pytest.raises(SystemExit):
         run_orl(argv)
     text = caplog.text
-    assert "group_norm" in text and "--train.async_enable" in text
+    assert "group_norm or dr_grpo" in text and "--train.async_enable" in text
+
+
+def test_dr_grpo_is_accepted_and_changes_nothing_else(openrlhf_args):
+    group_norm = flatten(openrlhf_args())
+    dr_grpo = flatten(openrlhf_args("--algo.advantage.estimator", "dr_grpo"))
+    assert dr_grpo.pop("algo.advantage.estimator") == "dr_grpo"
+    assert group_norm.pop("algo.advantage.estimator") == "group_norm"
+    different = {k for k in dr_grpo if dr_grpo[k] != group_norm[k] and not k.endswith("run_name")}
+    assert different == set()
+    assert dr_grpo["actor.entropy_coef"] == pytest.approx(-0.1)
+
+
+@pytest.mark.parametrize("estimator", ["group_norm", "dr_grpo"])
+def test_advantage_form_leaves_openrlhf_entropy_coef_unset(openrlhf_args, caplog, estimator):
+    with caplog.at_level(logging.INFO, logger="gtpo"):
+        args = openrlhf_args(
+            "--gtpo.entropy_form", "advantage", "--algo.advantage.estimator", estimator
+        )
+    assert args.gtpo.entropy_form == "advantage" and args.gtpo.gamma == 0.1
+    assert args.actor.entropy_coef is None  # γ⟨H⟩_i goes into the advantages instead
+    assert args.actor.loss_agg_mode == "seq-mean-token-mean"
+    assert "--gtpo.entropy_form advantage: γ⟨H⟩_i is folded into the advantages" in caplog.text
+    assert openrlhf_args("--gtpo.entropy_form", "penalty").actor.entropy_coef == pytest.approx(-0.1)
 
 
 def test_grpo_baseline_allows_kl_and_keeps_openrlhf_entropy_coef(openrlhf_args):

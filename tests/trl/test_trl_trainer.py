@@ -279,3 +279,39 @@ def test_reward_function_names_a_missing_label_column():
             reward(prompts=["1+1="], completions=["2"], answer=["2"])
     finally:
         reward.close()
+
+
+def test_advantage_form_folds_the_entropy_into_trls_advantages(task, tmp_path):
+    """entropy_form="advantage": TRL's advantages become λ·δ·(A_i − γ⟨H⟩_i), λ from the signs
+    of A_i, and the loss is the surrogate alone (no entropy term). scale_rewards="none" is TRL's
+    centred-not-scaled advantage (OpenRLHF's dr_grpo)."""
+    args = make_args(tmp_path, max_steps=1, scale_rewards="none")
+    config = GTPOConfig(entropy_form="advantage", gamma=0.3, h_ini=0.5)
+    trainer = make_trainer(task, args, config)
+    batches, losses = capture(trainer)
+    trainer.train()
+    batch, raw, mean_entropy = batches[0]
+    mask = batch["completion_mask"].bool()
+    kept = signs_matter = 0
+    for start in range(0, len(raw), G):
+        rows = range(start, start + G)
+        tokens = [batch["completion_ids"][i][mask[i]].tolist() for i in rows]
+        shifted = [float(raw[i] - 0.3 * mean_entropy[i]) for i in rows]
+        weights = reference_weights(tokens, [float(raw[i]) for i in rows])
+        signs_matter += weights != reference_weights(tokens, shifted)
+        for i, row, a in zip(rows, weights, shifted, strict=True):
+            delta = reference_delta(float(mean_entropy[i]), 0.5)
+            expected = torch.tensor(row) * delta * a
+            torch.testing.assert_close(batch["advantages"][i][mask[i]], expected, atol=1e-4, rtol=0)
+            kept += delta == 1
+    assert kept > 0, "everything filtered: the check would be vacuous"
+    assert signs_matter > 0, "λ from the shifted advantages would be the same: check is moot"
+    model = trainer.model
+    model.train()
+    inputs = losses[0]
+    loss = trainer._compute_loss(model, inputs)
+    _, logprobs = reference_entropies(model, inputs)
+    ratio = torch.exp(logprobs - logprobs.detach())
+    surrogate = (inputs["advantages"] * ratio * mask).sum(-1) / mask.sum(-1)
+    expected = -surrogate.mean() / trainer.current_gradient_accumulation_steps
+    torch.testing.assert_close(loss, expected, atol=1e-5, rtol=1e-4)

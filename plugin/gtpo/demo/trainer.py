@@ -93,10 +93,11 @@ class RLConfig:
 
     @property
     def label(self) -> str:
-        """Name in logs and plots: ``gtpo``, ``grpo``, ``grpo-kl0.04`` (β > 0) or
-        ``gtpo-no-filter`` (the ablations of `config.ABLATIONS` the GTPO run's knobs amount to)."""
-        if self.method == "gtpo" and self.gtpo.ablations:
-            return "-".join(("gtpo", *self.gtpo.ablations))
+        """Name in logs and plots: ``gtpo``, ``grpo``, ``grpo-kl0.04`` (β > 0),
+        ``gtpo-no-filter`` (the ablations of `config.ABLATIONS` the GTPO run's knobs amount to)
+        or ``gtpo-adv…`` (the advantage form of the entropy term)."""
+        if self.method == "gtpo":
+            return "-".join(("gtpo" + self.gtpo.label_suffix, *self.gtpo.ablations))
         if self.kl_coef > 0:
             return f"grpo-kl{self.kl_coef:g}"
         return self.method
@@ -151,7 +152,8 @@ def policy_loss(
     if cfg.method == "gtpo":
         # λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) as the knobs choose them, ablations included.
         terms = gtpo_terms(cfg.gtpo, ids, mask, advantages, cfg.group_size, mean_entropy, h_ini)
-        # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ]
+        # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ], or with
+        # δ_i (A_i − γ⟨H⟩_i) weighting the ratios in the advantage form.
         loss, metrics = gtpo_loss(
             logprobs,
             old_logprobs,
@@ -160,8 +162,9 @@ def policy_loss(
             terms.weights,
             terms.keep,
             mean_entropy,
-            gamma=terms.gamma,
+            gamma=cfg.gtpo.gamma,
             clip_eps=cfg.clip_eps,
+            entropy_form=cfg.gtpo.entropy_form,
         )
     else:
         # Eq. 1: −(1/N) Σ_i (A_i / |o_i|) Σ_t r_{i,t} + β · KL(π_θ ‖ π_ref)

@@ -11,13 +11,13 @@ Trace of a run (flag → branch → tensor → metric):
 - `compat.py`     every fact about the supported OpenRLHF release: version, the internals
                   overridden, the settings read, the tensor layout; and the start-up check.
 - `flags.py`      the `--gtpo.*` flags on OpenRLHF's command line (GTPOConfig's), the OpenRLHF
-                  settings GTPO refuses and the entropy coefficient −γ.
+                  settings GTPO refuses and the entropy coefficient (−γ in the penalty form).
 - `actors.py`     Ray actor subclasses: the policy actor also returns each completion's mean
                   entropy from its experience-time forward; the experience maker weights
-                  OpenRLHF's group_norm advantages; the actor trainer makes the entropy penalty a
+                  OpenRLHF's group advantages; the actor trainer makes the entropy penalty a
                   per-completion mean (Eq. 7).
-- `advantages.py` A_i ← A_i · λ_{i,t} · δ_i (Eq. 5-7) on OpenRLHF experiences, λ and δ from
-                  `gtpo.gtpo_terms`.
+- `advantages.py` A_i ← λ_{i,t} · δ_i · A_i, or λ_{i,t} · δ_i · (A_i − γ⟨H⟩_i) in the advantage
+                  form (Eq. 5-7), on OpenRLHF experiences, from `gtpo.gtpo_terms`.
 - `state.py`      H_ini (measured once, kept in checkpoints) and the entropy-collapse monitor.
 
 Importing this package does not import OpenRLHF; only `actors.py` and `compat.py` do.

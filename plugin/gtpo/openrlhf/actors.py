@@ -9,7 +9,8 @@ classes at the bottom of this file before `train_ppo_ray` reads them.
   experience-time forward that also returns each completion's mean entropy ⟨H⟩_i, from the same
   logits (no second forward).
 - `GTPOExperienceMaker` (inside the trainer): asks the policy actors for that forward, and after
-  OpenRLHF's group_norm advantages multiplies them by λ·δ (`advantages.weight_advantages`).
+  OpenRLHF's group_norm or dr_grpo advantages weights them by λ·δ
+  (`advantages.weight_advantages`).
 - `GTPOPPOTrainer` (the single controller): uses that experience maker, logs the gtpo/* metrics,
   keeps H_ini in checkpoints and watches the entropy.
 - `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean (a forward
@@ -200,7 +201,7 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
 
 
 class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
-    """OpenRLHF's experience maker, with GTPO's λ·δ on its group_norm advantages."""
+    """OpenRLHF's experience maker, with GTPO's λ·δ on its group_norm or dr_grpo advantages."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

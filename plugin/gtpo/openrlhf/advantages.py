@@ -1,8 +1,11 @@
-"""GTPO's λ·δ on OpenRLHF's group_norm advantages (Eq. 5-7), in place on its experiences.
+"""GTPO's λ·δ on OpenRLHF's group_norm or dr_grpo advantages (Eq. 5-7), in place on its
+experiences.
 
 Since λ, δ ≥ 0, PPO's clipped surrogate satisfies min(r·λδA, clip(r)·λδA) = λδ·min(r·A,
 clip(r)·A), so multiplying each token's advantage by λ_{i,t}·δ_i turns OpenRLHF's unchanged
-policy loss into the surrogate of Eq. 7. λ and δ come from `gtpo.gtpo_terms`, as in every other
+policy loss into the surrogate of Eq. 7. In the advantage form of Eq. 7 the advantage becomes
+λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) (⟨H⟩_i measured at experience time, a number) and OpenRLHF's entropy
+loss stays off (`flags.configure`). λ and δ come from `gtpo.gtpo_terms`, as in every other
 trainer; this module only moves OpenRLHF's micro-batches to the core's layout and back.
 
 The `Experience` fields read here are described in `compat` (the OpenRLHF-release facts).
@@ -44,16 +47,17 @@ def weight_advantages(
     h_ini: float,
     config: GTPOConfig,
 ) -> dict[str, float]:
-    """Multiply each experience's advantages by λ_{i,t}·δ_i in place; return the GTPO metrics.
+    """Replace each experience's advantages A_i by λ_{i,t}·δ_i·A_i in place (penalty form) or
+    by λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) (advantage form); return the GTPO metrics.
 
     Args:
         experiences: OpenRLHF `Experience` micro-batches after `compute_advantages_and_returns`
-            with `--algo.advantage.estimator group_norm` (layout in `compat`).
+            with `--algo.advantage.estimator` group_norm or dr_grpo (layout in `compat`).
         completion_entropy: one [B] tensor per experience, ⟨H⟩_i of each row (Sec. 4.2).
         group_size: G = n_samples_per_prompt.
         h_ini: the model's mean completion entropy before training (Eq. 6).
-        config: the knobs; `gtpo_terms(config, ...)` chooses λ and δ (λ ≡ 1 and δ ≡ 1 for the
-            GRPO baseline).
+        config: the knobs; `gtpo_terms(config, ...)` chooses λ, δ and the entropy form (λ ≡ 1,
+            δ ≡ 1 and no entropy term for the GRPO baseline).
 
     Returns:
         `gtpo.gtpo_metrics` of the rollout (conflict_frac_pos, conflict_frac_neg,
@@ -88,10 +92,13 @@ def weight_advantages(
 
     terms = gtpo_terms(config, ids, real, advantages, group_size, entropy, h_ini)
 
+    # −γ⟨H⟩_i in the advantage form of Eq. 7 (0 in the penalty form), added before λ·δ.
+    shift_of_row = terms.advantages - advantages
     for e, (_, mask), (row_of, pos_of) in zip(experiences, tokens, scatter, strict=True):
         factor = torch.ones(mask.shape, dtype=torch.float32)
         factor[mask] = terms.weights[row_of, pos_of] * terms.keep[row_of]
-        e.advantages = e.advantages * factor.to(
-            device=e.advantages.device, dtype=e.advantages.dtype
-        )
+        shift = torch.zeros(mask.shape, dtype=torch.float32)
+        shift[mask] = shift_of_row[row_of]
+        like = {"device": e.advantages.device, "dtype": e.advantages.dtype}
+        e.advantages = (e.advantages + shift.to(**like)) * factor.to(**like)
     return gtpo_metrics(terms.weights, advantages, real, terms.keep, entropy)

@@ -118,11 +118,13 @@ def _refusals(args: Any) -> list[str]:
     """OpenRLHF settings that neither GTPO nor its GRPO baseline can train with."""
     problems: list[str] = []
     estimator = compat.ADVANTAGE_ESTIMATOR.get(args)
-    if estimator != compat.GROUP_NORM:
+    if estimator not in compat.GROUP_ESTIMATORS:
         problems.append(
             f"{compat.ADVANTAGE_ESTIMATOR.flag} is {estimator!r}; GTPO and its GRPO baseline "
-            "work on group-normalised advantages (R_i − mean) / std (paper Eq. 1). "
-            f"Pass {compat.ADVANTAGE_ESTIMATOR.flag} {compat.GROUP_NORM}."
+            "work on advantages relative to each prompt's group: (R_i − mean) / std (paper "
+            f"Eq. 1, {compat.GROUP_NORM}) or R_i − mean (the authors' code, "
+            f"{compat.DR_GRPO}). Pass {compat.ADVANTAGE_ESTIMATOR.flag} {compat.GROUP_NORM} or "
+            f"{compat.DR_GRPO}."
         )
     group = compat.GROUP_SIZE.get(args)
     if group < 2:
@@ -141,7 +143,7 @@ def _refusals(args: Any) -> list[str]:
     return problems
 
 
-def _gtpo_refusals(args: Any, gamma: float) -> list[str]:
+def _gtpo_refusals(args: Any, config: GTPOConfig) -> list[str]:
     """OpenRLHF settings that contradict GTPO (allowed with the GRPO baseline)."""
     problems: list[str] = []
     kl_coef = compat.KL_COEF.get(args)
@@ -175,11 +177,13 @@ def _gtpo_refusals(args: Any, gamma: float) -> list[str]:
             f"the GRPO baseline with {flag('algo')} grpo."
         )
     coef = compat.ENTROPY_COEF.get(args)
-    if coef is not None and not math.isclose(coef, -gamma):
+    if coef is not None and not math.isclose(coef, -config.entropy_coef):
         problems.append(
-            f"{compat.ENTROPY_COEF.flag} is {coef}; GTPO sets it to −γ itself (OpenRLHF does "
-            "loss -= entropy × coef and Eq. 7 subtracts γ⟨H⟩_i from the objective). Remove "
-            f"{compat.ENTROPY_COEF.flag} and set the penalty with {flag('gamma')}."
+            f"{compat.ENTROPY_COEF.flag} is {coef}; GTPO sets it itself: −γ in the penalty form "
+            "(OpenRLHF does loss -= entropy × coef and Eq. 7 subtracts γ⟨H⟩_i from the "
+            "objective), unset in the advantage form. Remove "
+            f"{compat.ENTROPY_COEF.flag} and set γ with {flag('gamma')} and its form with "
+            f"{flag('entropy_form')}."
         )
     return problems
 
@@ -221,7 +225,16 @@ def _warnings(args: Any, config: GTPOConfig) -> None:
             compat.LOSS_AGG_MODE.flag,
             compat.COMPLETION_MEAN,
         )
-    if not config.is_gtpo:
+    if config.is_gtpo:
+        logger.info(
+            "%s %s: %s",
+            flag("entropy_form"),
+            config.entropy_form,
+            f"γ⟨H⟩_i is folded into the advantages, {compat.ENTROPY_COEF.flag} stays unset"
+            if config.advantage_entropy_coef
+            else f"{compat.ENTROPY_COEF.flag} = {compat.ENTROPY_COEF.get(args)} (Eq. 7's penalty)",
+        )
+    else:
         logger.info(
             "%s grpo: GRPO baseline (λ ≡ 1, δ ≡ 1, γ = 0); %s, %s, %s and %s are ignored, "
             "entropy is still measured and logged as gtpo/entropy_mean",
@@ -238,14 +251,15 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
 
     Raises GTPOConfigError listing every refused setting: OpenRLHF's that contradict GTPO and
     the `--gtpo.*` values GTPOConfig refuses. In GTPO mode sets `--actor.entropy_coef` to −γ
-    (None when γ = 0, which also skips OpenRLHF's extra entropy pass) and, unless
+    in the penalty form (None when γ = 0 and in the advantage form, whose γ⟨H⟩_i goes into the
+    advantages; None also skips OpenRLHF's extra entropy pass) and, unless
     `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the command line),
     `--actor.loss_agg_mode seq-mean-token-mean`: Eq. 7 averages each completion's tokens
     (1/|o_i|) before averaging completions. Logs a warning for settings that make training
     off-policy.
     """
     config, config_problems = _checked_config(args)
-    problems = _refusals(args) + (_gtpo_refusals(args, config.gamma) if config.is_gtpo else [])
+    problems = _refusals(args) + (_gtpo_refusals(args, config) if config.is_gtpo else [])
     problems += config_problems
     if problems:
         raise GTPOConfigError(
@@ -253,7 +267,9 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
             problems,
         )
     if config.is_gtpo:
-        compat.ENTROPY_COEF.set(args, -config.gamma if config.gamma > 0 else None)
+        # The penalty form's −γ; the advantage form puts γ⟨H⟩_i into the advantages instead.
+        penalty = config.entropy_coef
+        compat.ENTROPY_COEF.set(args, -penalty if penalty > 0 else None)
         if compat.LOSS_AGG_MODE.flag not in given_flags:
             compat.LOSS_AGG_MODE.set(args, compat.COMPLETION_MEAN)
     _warnings(args, config)

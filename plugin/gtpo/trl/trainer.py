@@ -5,7 +5,10 @@ has generated, scored and normalised a batch (`_generate_and_score_completions`)
 completion's advantage becomes A_i · λ_{i,t} · δ_i, computed by `gtpo.gtpo_terms` while the
 G completions of every prompt are still together. Because λ·δ ≥ 0, TRL's clipped surrogate
 with loss_type="grpo", (1/|o_i|) Σ_t min(r·λδA, clip(r)·λδA) averaged over completions, is
-Eq. 7's first term; the penalty γ⟨H⟩_i is added with its own gradient (`entropy_term`).
+Eq. 7's first term; the penalty γ⟨H⟩_i is added with its own gradient (`entropy_term`). In the
+advantage form of Eq. 7 (`GTPOConfig(entropy_form="advantage")`) the advantage is instead
+(A_i − γ⟨H⟩_i) · λ_{i,t} · δ_i with ⟨H⟩_i measured at generation time, and there is no
+separate entropy term.
 
 H_ini (Eq. 6) is measured once, before the first update, on the first `h_ini_prompts`
 training prompts, and written into TRL's TrainerState (`stateful_callbacks`, saved in each
@@ -42,7 +45,7 @@ def entropy_term(
     Args:
         token_entropies: [N, L] entropy of π_θ(·|s_{i,t}) at each completion position, with grad.
         mask: [N, L] real completion tokens.
-        gamma: γ ≥ 0 (0 for the GRPO baseline).
+        gamma: γ ≥ 0 (0 for the GRPO baseline and in the advantage form).
         normalizer: TRL's gradient-accumulation divisor for this micro-batch.
 
     The one place the entropy term is formed: J = … − γ⟨H⟩_i, so the loss −J gains +γ⟨H⟩_i and
@@ -263,9 +266,9 @@ class GTPOTrainer(GRPOTrainer):
             self.h_ini,
         )
         if self.gtpo_config.is_gtpo:
-            # [B, T] advantages: TRL's _compute_loss takes them as they are (A_i · λ_{i,t} · δ_i).
-            keep = terms.keep.to(advantages.device)
-            batch["advantages"] = terms.weights.to(advantages.device) * (keep * advantages)[:, None]
+            # [B, T] advantages: TRL's _compute_loss takes them as they are: λ_{i,t}·δ_i·A_i, or
+            # λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) in the advantage form of Eq. 7.
+            batch["advantages"] = terms.token_advantages().to(advantages.device)
         self._log_gtpo(mode, gtpo_metrics(terms.weights, advantages, mask, terms.keep, entropy))
         return batch
 
@@ -301,6 +304,7 @@ class GTPOTrainer(GRPOTrainer):
         entropies, self._captured_entropies = self._captured_entropies, None
         training = self.model.training
         normalizer = self.current_gradient_accumulation_steps if training else 1.0
+        # entropy_coef is 0 in the advantage form: γ⟨H⟩_i is already in the advantages.
         return loss + entropy_term(
             entropies, inputs["completion_mask"], self.gtpo_config.entropy_coef, normalizer
         )
