@@ -65,7 +65,8 @@ train_command() {
     --data.input_key "${GTPO_INPUT_KEY:-prompt}" --data.label_key "${GTPO_LABEL_KEY:-label}"
     --data.apply_chat_template
     --reward.remote_url "${GTPO_REWARD_URL:-http://127.0.0.1:8000/get_reward}"
-    # GTPO's advantages are OpenRLHF's group_norm ones; no KL term (the launcher refuses others).
+    # The paper's group_norm advantages (dr_grpo through GTPO_EXTRA_ARGS, which come later and
+    # win); no KL term (the launcher refuses others).
     --algo.advantage.estimator group_norm --algo.kl.init_coef "${GTPO_KL_COEF:-0}"
     --rollout.n_samples_per_prompt "$samples" --rollout.batch_size "$rollout_bs"
     --train.batch_size "$train_bs"

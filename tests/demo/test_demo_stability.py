@@ -60,6 +60,14 @@ def test_no_collapse_without_a_fall_or_before_the_entropy_rises():
     # A dip to 80 % of the best format is noise, not a fall (the rule is 75 %).
     fmt = [9.5 if t < 50 else 0.8 * 9.5 for t in range(100)]
     assert run_events(_rows("x", 0, [0.3] * 100, fmt, [3.0] * 100)).format_fell is None
+    # A reward near 0 that halves has not fallen: less than 1 point of 10.
+    acc = [0.8 if t < 50 else 0.3 for t in range(100)]
+    assert run_events(_rows("x", 0, [0.3] * 100, [9.5] * 100, acc)).accuracy_fell is None
+    # Noise in the first steps, before a full smoothing window, decides nothing.
+    entropy = [2.0, 2.0] + [0.3] * 98
+    fmt = [9.5, 2.0] + [9.5] * 98
+    early = run_events(_rows("x", 0, entropy, fmt, [3.0] * 100))
+    assert early.entropy_above_ln2 is None and early.format_fell is None
 
 
 def test_claims_table_reports_each_run_against_its_claim():
@@ -67,20 +75,31 @@ def test_claims_table_reports_each_run_against_its_claim():
     for seed in (0, 1, 2):
         rows += _rows("grpo", seed, *_collapsing(cross=40 + seed))
         rows += _rows("gtpo", seed, *_stable())
+    # GTPO in the other form keeps ⟨H⟩ low but loses the format on one seed: a collapse
+    # downwards, which does not bear out "keeps the model formatted".
+    rows += _rows(
+        "gtpo-adv", 0, [0.01] * 100, [9.5 if t < 30 else 0.0 for t in range(100)], [0.0] * 100
+    )
+    rows += _rows("gtpo-adv", 1, *_stable())
+    rows += _rows("gtpo-adv", 2, *_stable())
     # GTPO without δ collapses in one seed of three.
     rows += _rows("gtpo-no-filter", 0, *_collapsing())
     rows += _rows("gtpo-no-filter", 1, *_stable())
     rows += _rows("gtpo-no-filter", 2, *_stable())
-    table = claims_table(
-        rows, {"grpo": "grpo", "gtpo_penalty": "gtpo", "gtpo_no_filter": "gtpo-no-filter"}
-    )
-    lines = table.splitlines()
+    roles = {
+        "grpo": "grpo",
+        "gtpo_penalty": "gtpo",
+        "gtpo_advantage": "gtpo-adv",
+        "gtpo_no_filter": "gtpo-no-filter",
+    }
+    lines = claims_table(rows, roles).splitlines()
     assert lines[0] == "| paper claim | run | measured | agrees |"
-    grpo, gtpo, no_filter = lines[2:]
+    grpo, gtpo, adv, no_filter = lines[2:]
     assert "| grpo |" in grpo and grpo.endswith("| yes |")
     assert "collapsed in 3/3 seeds (3 in the paper's order)" in grpo
     assert "collapsed in 0/3 seeds" in gtpo and gtpo.endswith("| yes |")
     assert "never" in gtpo  # ⟨H⟩ never went above ln 2
+    assert "collapsed in 0/3 seeds" in adv and adv.endswith("| in 2/3 seeds |")
     assert "collapsed in 1/3 seeds" in no_filter and no_filter.endswith("| in 1/3 seeds |")
 
 

@@ -119,7 +119,8 @@ class Captured(Exception):
         self.captured_args = args
 
 
-def test_openrlhf_accepts_the_command_with_gtpo_settings(monkeypatch, caplog):
+def _launcher_args(monkeypatch, **env: str) -> Any:
+    """The OpenRLHF args the GTPO launcher builds from the entrypoint's command line."""
     pytest.importorskip("openrlhf")
     pytest.importorskip("deepspeed")
     # OpenRLHF imports flash_attn and vllm at module level; CPU machines use the stand-ins.
@@ -133,13 +134,18 @@ def test_openrlhf_accepts_the_command_with_gtpo_settings(monkeypatch, caplog):
     def capture(args: Any) -> Any:
         raise Captured(args)
 
-    argv = printed_command(GTPO_GPUS_PER_NODE="8")
+    argv = printed_command(GTPO_GPUS_PER_NODE="8", **env)
     monkeypatch.setattr(ray, "is_initialized", lambda: True)
     monkeypatch.setattr(openrlhf.utils, "get_strategy", capture)
     monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(Captured) as captured, caplog.at_level("WARNING", logger="gtpo"):
+    with pytest.raises(Captured) as captured:
         main(argv[1:])
-    args = captured.value.captured_args
+    return captured.value.captured_args
+
+
+def test_openrlhf_accepts_the_command_with_gtpo_settings(monkeypatch, caplog):
+    with caplog.at_level("WARNING", logger="gtpo"):
+        args = _launcher_args(monkeypatch)
     assert args.actor.adam.lr == pytest.approx(1e-6)
     assert args.rollout.n_samples_per_prompt == 8
     assert args.rollout.temperature == pytest.approx(1.0)
@@ -149,3 +155,15 @@ def test_openrlhf_accepts_the_command_with_gtpo_settings(monkeypatch, caplog):
     assert args.reward.remote_url == ["http://127.0.0.1:8000/get_reward"]
     # On-policy as in the paper: the launcher has nothing to warn about.
     assert not [r for r in caplog.records if r.levelno >= 30], caplog.text
+
+
+def test_the_authors_variant_through_extra_args(monkeypatch):
+    """dr_grpo advantages and the entropy term in the advantage (the authors' code) replace the
+    paper's defaults when given in GTPO_EXTRA_ARGS, which come after them."""
+    args = _launcher_args(
+        monkeypatch,
+        GTPO_EXTRA_ARGS="--algo.advantage.estimator dr_grpo --gtpo.entropy_form advantage",
+    )
+    assert args.algo.advantage.estimator == "dr_grpo"
+    assert args.gtpo.entropy_form == "advantage"
+    assert args.actor.entropy_coef is None  # γ⟨H⟩_i goes into the advantages instead

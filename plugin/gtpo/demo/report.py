@@ -263,7 +263,8 @@ def write_report(out: Path, results: dict) -> None:
             "## Paper claim → measured",
             "",
             "Rules (gtpo/demo/stability.py): curves smoothed over a tenth of the run (at most "
-            "10 steps); a reward *falls* when it drops below 75 % of its best value so far; a "
+            "10 steps), from the first full window; a reward *falls* when it drops below 75 % "
+            "of its best value so far and at least 1 point under it; a "
             "run *collapses* when ⟨H⟩ goes above ln 2 and the format reward falls, in the "
             "paper's order when ⟨H⟩ crosses first, then the format falls, then the accuracy. "
             "Rewards on the 0..10 scale; steps count from 0.",

@@ -2,10 +2,12 @@
 held-out evaluation → report.
 
 For each seed the warm start, H_ini and the "before RL" evaluation are computed once in this
-process; then GTPO and GRPO train from that same checkpoint in two worker processes with one
-thread each (on 2 cores, thread contention slows the tiny model's ops many times over), and
-each evaluates its final policy. All randomness comes from seeded generators inside each
-process and rewards are put back by index, so a fixed seed gives identical results.
+process; then the scenario's runs (`scenario_runs`: GTPO and GRPO by default, five runs in the
+collapse scenario) train from that same checkpoint in two worker processes with one thread
+each (on 2 cores, thread contention slows the tiny model's ops many times over), and each
+evaluates its final policy; the next seed's warm start trains meanwhile. All randomness comes
+from seeded generators inside each process and rewards are put back by index, so a fixed seed
+gives identical results.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 import multiprocessing
 import time
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -71,7 +73,7 @@ class DemoConfig:
 # The collapse scenario's setting, chosen by watching GRPO with β = 0 alone (docs/demo.md).
 SCENARIOS: dict[str, dict] = {
     "default": {},
-    "collapse": {"steps": 200, "lr": 3e-4},
+    "collapse": {"steps": 200, "lr": 2.5e-3},
 }
 
 PRESETS: dict[str, dict] = {
@@ -247,8 +249,13 @@ def run_demo(config: DemoConfig) -> dict:
                 initargs=(level,),
             )
         )
-        for seed in config.seeds:
-            results["runs"].extend(_run_seed(config, seed, split, tokenizer, client, url, pool))
+        # Each seed's RL runs are queued as soon as its warm start is done, and the next
+        # seed's warm start trains meanwhile, so no core idles while a seed's last run trains.
+        pending = [
+            _start_seed(config, seed, split, tokenizer, client, url, pool) for seed in config.seeds
+        ]
+        for seed, runs in zip(config.seeds, pending, strict=True):
+            results["runs"].extend(_finish_seed(seed, runs))
             results["h_ini"][str(seed)] = results["runs"][-1]["h_ini"]
         results["reward_requests"] = request_count(url) - requests_before
         results["wall_seconds"] = time.perf_counter() - started
@@ -260,10 +267,12 @@ def run_demo(config: DemoConfig) -> dict:
     return results
 
 
-def _run_seed(
+def _start_seed(
     config: DemoConfig, seed: int, split, tokenizer: Tokenizer, client: RewardClient, url: str,
     pool: ProcessPoolExecutor,
-) -> list[dict]:  # fmt: skip
+) -> list[tuple[RLJob, Future, dict]]:  # fmt: skip
+    """Warm start, H_ini and the "before RL" evaluation of one seed, here; then its RL runs
+    queued on `pool`. Returns each job, its future and what the report adds to its result."""
     out = config.out
     policy = make_policy(
         build_model(
@@ -302,10 +311,17 @@ def _run_seed(
         )
         for position, cfg in enumerate(scenario_runs(config, seed).values())
     ]
+    shared = {"before": before, "h_ini": h_ini, "sft_loss": losses[-1]}
+    return [(job, pool.submit(run_rl_job, job), shared) for job in jobs]
+
+
+def _finish_seed(seed: int, pending: list[tuple[RLJob, Future, dict]]) -> list[dict]:
+    """Wait for one seed's RL runs, in the order they were queued."""
     runs = []
-    for job, result in zip(jobs, pool.map(run_rl_job, jobs), strict=True):
+    for job, future, shared in pending:
+        result = future.result()
         log.info("seed %d: %s after RL %s", seed, job.cfg.label, _brief(result["after"]))
-        runs.append({**result, "before": before, "h_ini": h_ini, "sft_loss": losses[-1]})
+        runs.append({**result, **shared})
     return runs
 
 

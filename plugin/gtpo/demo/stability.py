@@ -7,10 +7,12 @@ GTPO without δ collapses too (Fig. 5). This module turns a run's per-step metri
 events, with fixed rules written down here, and the events into the "paper claim → measured"
 table of ``summary.md`` and the curves of ``collapse.png``.
 
-Rules (applied to each curve smoothed by a trailing mean over `window` steps):
+Rules (applied to each curve smoothed by a trailing mean over `window` steps, from the first
+step that has a full window, so that the noise of the first few steps decides nothing):
 - ⟨H⟩ crosses ln 2: the first step at which the smoothed ⟨H⟩ is above ln 2;
 - a reward falls: the first step at which the smoothed reward is below 75 % of its best
-  smoothed value so far (format 9.6 → below 7.2; accuracy 3.0 → below 2.25);
+  smoothed value so far and at least 1 point (of 10) under it (format 9.6 → below 7.2;
+  accuracy 3.0 → below 2.0); the point keeps the noise of a reward near 0 from counting;
 - a run collapses when, within the run, ⟨H⟩ goes above ln 2 and the format reward falls; it
   does so *in the paper's order* when the crossing comes first, then the format's fall, then
   the accuracy's (ties allowed: the smoothing blurs a few steps).
@@ -28,7 +30,8 @@ import matplotlib.pyplot as plt
 
 from gtpo import LN2
 
-FALL_FRACTION = 0.75  # a reward "falls" below this share of its best smoothed value so far
+FALL_FRACTION = 0.75  # a reward "falls" below this share of its best smoothed value so far…
+FALL_POINTS = 1.0  # …and by at least this much on the 0..10 scale
 
 
 def smooth(values: list[float], window: int) -> list[float]:
@@ -70,12 +73,15 @@ class Events:
         return None not in steps and list(steps) == sorted(steps)
 
 
-def _first_fall(values: list[float]) -> int | None:
+def _first_fall(values: list[float], start: int) -> int | None:
+    """Index of the first value below FALL_FRACTION of the best one so far and FALL_POINTS
+    under it, from `start`."""
     best = float("-inf")
-    for step, value in enumerate(values):
-        best = max(best, value)
-        if best > 0 and value < FALL_FRACTION * best:
-            return step
+    for index in range(start, len(values)):
+        best = max(best, values[index])
+        value = values[index]
+        if value < FALL_FRACTION * best and value <= best - FALL_POINTS:
+            return index
     return None
 
 
@@ -86,13 +92,18 @@ def run_events(rows: list[dict]) -> Events:
     entropy = smooth([r["entropy_mean"] for r in rows], window)
     fmt = smooth([r["format_reward"] for r in rows], window)
     acc = smooth([r["accuracy_reward"] for r in rows], window)
-    above = next((r["step"] for r, h in zip(rows, entropy, strict=True) if h > LN2), None)
-    fell_format, fell_accuracy = _first_fall(fmt), _first_fall(acc)
+    start = min(window, len(rows)) - 1  # the first index with a full window
+    above = next((i for i in range(start, len(rows)) if entropy[i] > LN2), None)
+    fell_format, fell_accuracy = _first_fall(fmt, start), _first_fall(acc, start)
+
+    def step(index: int | None) -> int | None:
+        return None if index is None else rows[index]["step"]
+
     return Events(
-        entropy_above_ln2=above,
-        format_fell=None if fell_format is None else rows[fell_format]["step"],
-        accuracy_fell=None if fell_accuracy is None else rows[fell_accuracy]["step"],
-        peak_entropy=max(entropy),
+        entropy_above_ln2=step(above),
+        format_fell=step(fell_format),
+        accuracy_fell=step(fell_accuracy),
+        peak_entropy=max(entropy[start:]),
         final_format=fmt[-1],
         final_accuracy=acc[-1],
     )
@@ -130,7 +141,15 @@ def _measured(events: dict[int, Events]) -> str:
 
 
 def _agreement(events: dict[int, Events], claim_collapses: bool) -> str:
-    agreeing = sum(e.collapsed == claim_collapses for e in events.values())
+    """How many seeds bear the claim out: a collapse, or for a "stays stable" claim, ⟨H⟩ never
+    above ln 2 and a format reward that never falls (a collapse downwards counts against it)."""
+
+    def agrees(e: Events) -> bool:
+        if claim_collapses:
+            return e.collapsed
+        return e.entropy_above_ln2 is None and e.format_fell is None
+
+    agreeing = sum(agrees(e) for e in events.values())
     if agreeing == len(events):
         return "yes"
     return "no" if agreeing == 0 else f"in {agreeing}/{len(events)} seeds"
