@@ -286,7 +286,10 @@ def test_advantage_form_folds_the_entropy_into_trls_advantages(task, tmp_path):
     of A_i, and the loss is the surrogate alone (no entropy term). scale_rewards="none" is TRL's
     centred-not-scaled advantage (OpenRLHF's dr_grpo)."""
     args = make_args(tmp_path, max_steps=1, scale_rewards="none")
-    config = GTPOConfig(entropy_form="advantage", gamma=0.3, h_ini=0.5)
+    # γ large enough that the shift flips some advantages' signs, so the test can tell λ from
+    # the original signs apart from λ from the shifted ones.
+    gamma = 2.0
+    config = GTPOConfig(entropy_form="advantage", gamma=gamma, h_ini=0.5)
     trainer = make_trainer(task, args, config)
     batches, losses = capture(trainer)
     trainer.train()
@@ -296,7 +299,7 @@ def test_advantage_form_folds_the_entropy_into_trls_advantages(task, tmp_path):
     for start in range(0, len(raw), G):
         rows = range(start, start + G)
         tokens = [batch["completion_ids"][i][mask[i]].tolist() for i in rows]
-        shifted = [float(raw[i] - 0.3 * mean_entropy[i]) for i in rows]
+        shifted = [float(raw[i] - gamma * mean_entropy[i]) for i in rows]
         weights = reference_weights(tokens, [float(raw[i]) for i in rows])
         signs_matter += weights != reference_weights(tokens, shifted)
         for i, row, a in zip(rows, weights, shifted, strict=True):

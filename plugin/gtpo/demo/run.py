@@ -88,6 +88,17 @@ PRESETS: dict[str, dict] = {
 }
 
 
+# DemoConfig fields every RL run of a scenario takes as they are (same names in RLConfig).
+SHARED_RL_FIELDS = (
+    "steps",
+    "prompts_per_step",
+    "group_size",
+    "max_new_tokens",
+    "temperature",
+    "lr",
+)
+
+
 def scenario_runs(config: DemoConfig, seed: int) -> dict[str, RLConfig]:
     """The RL runs of one seed, by role, all from the same warm start.
 
@@ -96,15 +107,7 @@ def scenario_runs(config: DemoConfig, seed: int) -> dict[str, RLConfig]:
     entropy term, ``gtpo_penalty`` (Eq. 7) and ``gtpo_advantage`` (the authors' code), and
     ``gtpo_no_filter`` (GTPO without δ, Eq. 6).
     """
-    common = dict(
-        steps=config.steps,
-        prompts_per_step=config.prompts_per_step,
-        group_size=config.group_size,
-        max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        lr=config.lr,
-        seed=seed,
-    )
+    common = {name: getattr(config, name) for name in SHARED_RL_FIELDS} | {"seed": seed}
     knobs = config.gtpo
     if config.scenario == "default":
         return {
