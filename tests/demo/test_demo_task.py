@@ -43,6 +43,8 @@ def test_answers_are_the_value_of_the_expression():
         assert problem.answer == eval(expression)  # only digits, + and -: safe
         assert all(v >= 0 for v in running_values(problem))
         assert len(problem.operands) in N_OPERANDS
+    # Other sizes on request (the OpenRLHF fit harness keeps short problems).
+    assert {len(p.operands) for p in make_split(50, 10, n_operands=(3,)).train} == {3}
 
 
 def test_every_style_reasons_to_the_right_answer_in_the_paper_format():

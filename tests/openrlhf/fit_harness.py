@@ -65,7 +65,9 @@ def build_fixture(root: Path, n_prompts: int = 16, sft_steps: int = 120) -> Fixt
         def prompt(self) -> str:
             return build_prompt(super().prompt, "plain")
 
-    split = make_split(n_prompts, 0)
+    # 3-4 operands, completions of about 20 tokens: short generations keep these plumbing runs
+    # fast, and the temperature below is set for this model's entropy on them.
+    split = make_split(n_prompts, 0, n_operands=(3, 4))
     problems = [PaperPrompt(p.operands, p.ops) for p in split.train]
     texts = [p.prompt + c for p, c in zip(problems, corpus(split.train), strict=False)]
     backend = build_tokenizer([*texts, build_prompt("", "plain")], vocab_size=120)

@@ -210,14 +210,30 @@ def test_every_refusal_is_reported_at_once(run_orl, base_argv, caplog):
     assert "group_norm or dr_grpo" in text and "--train.async_enable" in text
 
 
-def test_dr_grpo_is_accepted_and_changes_nothing_else(openrlhf_args):
+def test_dr_grpo_is_accepted_and_only_unclips_the_centred_rewards(openrlhf_args):
     group_norm = flatten(openrlhf_args())
     dr_grpo = flatten(openrlhf_args("--algo.advantage.estimator", "dr_grpo"))
     assert dr_grpo.pop("algo.advantage.estimator") == "dr_grpo"
     assert group_norm.pop("algo.advantage.estimator") == "group_norm"
     different = {k for k in dr_grpo if dr_grpo[k] != group_norm[k] and not k.endswith("run_name")}
-    assert different == set()
+    # R_i − mean spans ±20 on the 0..20 scale; OpenRLHF's default clamp (±10) would cut it.
+    assert different == {"reward.clip_range"}
+    assert (
+        tuple(group_norm["reward.clip_range"]) == (-10, 10) and dr_grpo["reward.clip_range"] is None
+    )
     assert dr_grpo["actor.entropy_coef"] == pytest.approx(-0.1)
+    # A clip range the user gives is kept, for the baseline too.
+    given = openrlhf_args(
+        "--algo.advantage.estimator", "dr_grpo", "--reward.clip_range", "-5", "5",
+        "--gtpo.algo", "grpo",
+    )  # fmt: skip
+    assert tuple(given.reward.clip_range) == (-5, 5)
+    assert (
+        openrlhf_args(
+            "--algo.advantage.estimator", "dr_grpo", "--gtpo.algo", "grpo"
+        ).reward.clip_range
+        is None
+    )
 
 
 @pytest.mark.parametrize("estimator", ["group_norm", "dr_grpo"])

@@ -81,9 +81,10 @@ def running_values(problem: Problem) -> list[int]:
     return values
 
 
-def random_problem(rng: random.Random) -> Problem:
-    """5 to 7 one-digit operands; a ``-`` only where the running value stays >= 0."""
-    n_operands = rng.choice(N_OPERANDS)
+def random_problem(rng: random.Random, n_operands: tuple[int, ...] = N_OPERANDS) -> Problem:
+    """One of `n_operands` one-digit operands (default 5 to 7); a ``-`` only where the running
+    value stays >= 0."""
+    n_operands = rng.choice(n_operands)
     operands = [rng.randint(1, 9)]
     ops: list[str] = []
     total = operands[0]
@@ -102,13 +103,15 @@ class TaskSplit:
     heldout: list[Problem]
 
 
-def make_split(n_train: int, n_heldout: int, seed: int = TASK_SEED) -> TaskSplit:
+def make_split(
+    n_train: int, n_heldout: int, seed: int = TASK_SEED, n_operands: tuple[int, ...] = N_OPERANDS
+) -> TaskSplit:
     """Distinct problems; no held-out prompt ever appears in the training list."""
     rng = random.Random(seed)
     seen: set[str] = set()
     problems: list[Problem] = []
     while len(problems) < n_train + n_heldout:
-        problem = random_problem(rng)
+        problem = random_problem(rng, n_operands)
         if problem.prompt not in seen:
             seen.add(problem.prompt)
             problems.append(problem)

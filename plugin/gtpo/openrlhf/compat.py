@@ -160,6 +160,7 @@ KL_LOSS = Arg("algo.kl.use_loss")
 POLICY_LOSS_TYPE = Arg("actor.policy_loss_type")
 ENTROPY_COEF = Arg("actor.entropy_coef")
 LOSS_AGG_MODE = Arg("actor.loss_agg_mode")
+REWARD_CLIP_RANGE = Arg("reward.clip_range")  # clamps the *shaped* rewards (default ±10)
 RING_ATTN_SIZE = Arg("ds.ring_attn_size")
 TENSOR_PARALLEL_SIZE = Arg("ds.tensor_parallel_size")
 VLLM_SLEEP = Arg("vllm.enable_sleep")
@@ -168,7 +169,7 @@ ARGS = (
     ADVANTAGE_ESTIMATOR, GROUP_SIZE, ROLLOUT_BATCH_SIZE, TRAIN_BATCH_SIZE, MAX_EPOCHS, ASYNC,
     PARTIAL_ROLLOUT, AGENT_FUNC, DYNAMIC_BATCH, COLOCATE_ALL, COLOCATE_ACTOR_REF, KL_COEF,
     KL_LOSS, POLICY_LOSS_TYPE, ENTROPY_COEF, LOSS_AGG_MODE, RING_ATTN_SIZE, TENSOR_PARALLEL_SIZE,
-    VLLM_SLEEP,
+    VLLM_SLEEP, REWARD_CLIP_RANGE,
 )  # fmt: skip
 
 GROUP_NORM = "group_norm"  # ADVANTAGE_ESTIMATOR: (R_i − mean) / std within each prompt's group

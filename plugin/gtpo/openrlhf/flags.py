@@ -246,6 +246,24 @@ def _warnings(args: Any, config: GTPOConfig) -> None:
         )
 
 
+def _unclip_centred_rewards(args: Any, given_flags: Collection[str]) -> None:
+    """dr_grpo's advantages are R_i − group mean, on the reward's own scale (±20 on this
+    project's 0..20 scale), and OpenRLHF clamps them to `--reward.clip_range` (default ±10) after
+    centring, which would cut every large advantage. The paper's objective has no such clamp,
+    so with dr_grpo it is switched off unless the flag is given. (group_norm's
+    advantages stay within (G−1)/√G, 2.5 for G = 8, so the default never acts on them.)"""
+    if compat.ADVANTAGE_ESTIMATOR.get(args) != compat.DR_GRPO:
+        return
+    if compat.REWARD_CLIP_RANGE.flag in given_flags:
+        return
+    compat.REWARD_CLIP_RANGE.set(args, None)
+    logger.info(
+        "%s dr_grpo: centred rewards are not clipped (%s not given)",
+        compat.ADVANTAGE_ESTIMATOR.flag,
+        compat.REWARD_CLIP_RANGE.flag,
+    )
+
+
 def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
     """Check hierarchized OpenRLHF args against GTPO and set what GTPO owns, in place.
 
@@ -255,8 +273,9 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
     advantages; None also skips OpenRLHF's extra entropy pass) and, unless
     `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the command line),
     `--actor.loss_agg_mode seq-mean-token-mean`: Eq. 7 averages each completion's tokens
-    (1/|o_i|) before averaging completions. Logs a warning for settings that make training
-    off-policy.
+    (1/|o_i|) before averaging completions. With dr_grpo (GTPO or the GRPO baseline) and no
+    `--reward.clip_range` given, OpenRLHF's clamp of the centred rewards is switched off
+    (`_unclip_centred_rewards`). Logs a warning for settings that make training off-policy.
     """
     config, config_problems = _checked_config(args)
     problems = _refusals(args) + (_gtpo_refusals(args, config) if config.is_gtpo else [])
@@ -272,6 +291,7 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
         compat.ENTROPY_COEF.set(args, -penalty if penalty > 0 else None)
         if compat.LOSS_AGG_MODE.flag not in given_flags:
             compat.LOSS_AGG_MODE.set(args, compat.COMPLETION_MEAN)
+    _unclip_centred_rewards(args, given_flags)
     _warnings(args, config)
     logger.info("GTPO settings: %s", config)
     return config
