@@ -152,19 +152,18 @@ def policy_loss(
     if cfg.method == "gtpo":
         # λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) as the knobs choose them, ablations included.
         terms = gtpo_terms(cfg.gtpo, ids, mask, advantages, cfg.group_size, mean_entropy, h_ini)
-        # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ], or with
-        # δ_i (A_i − γ⟨H⟩_i) weighting the ratios in the advantage form.
+        # Eq. 7: −(1/N) Σ_i [ (δ_i A_i / |o_i|) Σ_t λ_{i,t} r_{i,t} − γ ⟨H⟩_i ]. In the
+        # advantage form `terms` already holds A_i − γ⟨H⟩_i (detached) and a penalty γ of 0.
         loss, metrics = gtpo_loss(
             logprobs,
             old_logprobs,
-            advantages,
+            terms.advantages,
             mask,
             terms.weights,
             terms.keep,
             mean_entropy,
-            gamma=cfg.gtpo.gamma,
+            gamma=terms.gamma,
             clip_eps=cfg.clip_eps,
-            entropy_form=cfg.gtpo.entropy_form,
         )
     else:
         # Eq. 1: −(1/N) Σ_i (A_i / |o_i|) Σ_t r_{i,t} + β · KL(π_θ ‖ π_ref)
