@@ -86,7 +86,7 @@ def _first_fall(values: list[float], start: int) -> int | None:
 
 
 def run_events(rows: list[dict]) -> Events:
-    """The events of one run, from its per-step rows (ordered by step)."""
+    """The events of one run, from its per-step rows."""
     rows = sorted(rows, key=lambda r: r["step"])
     window = window_for(len(rows))
     entropy = smooth([r["entropy_mean"] for r in rows], window)
@@ -109,14 +109,24 @@ def run_events(rows: list[dict]) -> Events:
     )
 
 
-def events_by_run(rows: list[dict]) -> dict[str, dict[int, Events]]:
-    """method label -> seed -> Events."""
+def rows_by_run(rows: list[dict]) -> dict[str, dict[int, list[dict]]]:
+    """method label -> seed -> that run's rows, ordered by step."""
     grouped: dict[str, dict[int, list[dict]]] = {}
     for row in rows:
         grouped.setdefault(row["method"], {}).setdefault(row["seed"], []).append(row)
     return {
-        method: {seed: run_events(mine) for seed, mine in sorted(seeds.items())}
+        method: {
+            seed: sorted(mine, key=lambda r: r["step"]) for seed, mine in sorted(seeds.items())
+        }
         for method, seeds in grouped.items()
+    }
+
+
+def events_by_run(rows: list[dict]) -> dict[str, dict[int, Events]]:
+    """method label -> seed -> Events."""
+    return {
+        method: {seed: run_events(mine) for seed, mine in seeds.items()}
+        for method, seeds in rows_by_run(rows).items()
     }
 
 
@@ -193,14 +203,11 @@ def plot_collapse(out: Path, rows: list[dict], colors: dict[str, str]) -> str:
     Thin lines: each seed; thick: the mean over seeds; all smoothed the same way.
     """
     fig, axes = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
-    grouped: dict[str, dict[int, list[dict]]] = {}
-    for row in rows:
-        grouped.setdefault(row["method"], {}).setdefault(row["seed"], []).append(row)
+    grouped = rows_by_run(rows)
     for ax, key in zip(axes, ("format_reward", "entropy_mean"), strict=True):
         for method, seeds in grouped.items():
             curves = []
             for mine in seeds.values():
-                mine = sorted(mine, key=lambda r: r["step"])
                 steps = [r["step"] for r in mine]
                 curve = smooth([r[key] for r in mine], window_for(len(mine)))
                 curves.append(curve)
