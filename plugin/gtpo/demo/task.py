@@ -1,9 +1,10 @@
-"""The synthetic task: short multi-step integer arithmetic answered in the paper's format.
+"""The synthetic task: multi-step integer arithmetic answered in the paper's format.
 
-A prompt is an expression such as ``3+4-2=`` (3 or 4 one-digit operands, ``+`` and ``-``,
-evaluated left to right, every intermediate value >= 0); the completion is
+A prompt is an expression such as ``3+4-2+6-1=`` (5 to 7 one-digit operands by default,
+``+`` and ``-``, evaluated left to right, every intermediate value >= 0); the completion,
+about 40 tokens, is
 
-    <reasoning>…</reasoning><answer>5</answer>
+    <reasoning>…</reasoning><answer>10</answer>
 
 The reasoning comes in several *styles* that differ in wording, order and length, so that, as
 with real LLM outputs, the only spans a whole group of completions shares are the formatting
