@@ -33,9 +33,11 @@ STANDINS = REPO / "tests" / "standins"
 FIT_SITE = HERE / "fit_site"
 
 G = 4  # completions per prompt in every run
-# The tiny model's completions then average ⟨H⟩ ≈ 0.6 nats with a third above ln 2: H_ini < ln 2
-# and Eq. 6's δ filters some completions, not none or all.
-TEMPERATURE = 0.7
+# Eq. 6 needs H_ini < ln 2 while some completions exceed ln 2. Rollout sampling is not
+# reproducible (concurrent requests share one generator), so H_ini is a draw. In three runs at
+# this temperature H_ini was 0.53-0.58 nats and 7-8 of 48 completions were above ln 2; at 0.7 it
+# was 0.67-0.68 locally and 0.698 on a CI run, which left the filtering branch.
+TEMPERATURE = 0.65
 
 
 @dataclass(frozen=True)
