@@ -200,6 +200,25 @@ def _unwrap_delims(text: str) -> str:
     return text
 
 
+# "\\boxed 5", "\\boxed {5}", "\\boxed5": the braces TeX lets a writer leave out. They are put back
+# first, so that one rule finds every box: two brace-less boxes are a list like two braced ones
+# ("\\boxed 3 or \\boxed 4" is two candidates, never the last one alone).
+_BRACELESS_BOX = re.compile(
+    r"\\(?P<cmd>boxed|fbox)(?![A-Za-z])(?:\s*\{|\s+(?P<token>[^\s{}$,;]+)|(?P<digits>\d+))"
+)
+
+
+def _brace_boxes(text: str) -> str:
+    def braced(m: re.Match[str]) -> str:
+        token = m.group("token") or m.group("digits")
+        if token is None:
+            return f"\\{m.group('cmd')}{{"
+        stripped = token.rstrip(".")  # "\\boxed 5." ends a sentence
+        return f"\\{m.group('cmd')}{{{stripped}}}{token[len(stripped):]}"
+
+    return _BRACELESS_BOX.sub(braced, text)
+
+
 def unwrap_math(text: str, *, prose: bool = False) -> str:
     """Remove ``\\boxed{}``/``\\fbox{}`` and math delimiters.
 
@@ -210,12 +229,10 @@ def unwrap_math(text: str, *, prose: bool = False) -> str:
     it is only wrapping: "\\boxed{9} is wrong, the answer is 10" must not read as 9.
     """
     text = text.strip()
+    if "\\boxed" in text or "\\fbox" in text:
+        text = _brace_boxes(text)
     found = boxes(text)
     if not found:
-        for command in ("\\boxed", "\\fbox"):  # the brace-less form: "\\boxed 5"
-            inner = last_braced(text, command) if command + " " in text else None
-            if inner is not None:
-                return _unwrap_delims(inner.strip())
         return _unwrap_delims(text)
     group = [found[-1]]
     for box in reversed(found[:-1]):

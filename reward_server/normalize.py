@@ -34,8 +34,14 @@ _ANSWER_PREFIX = re.compile(
     r"^\s*(?:the\s+)?(?:final\s+)?answer\b(?:\s+is)?\s*[:=]?\s*", re.IGNORECASE
 )
 _SIZE_CMDS = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big)(?![A-Za-z])")
-_SPACING = re.compile(r"\\(?:displaystyle|textstyle|quad|qquad)(?![A-Za-z])|(?<!\\)\\[!,;: ]|~")
+_SPACING = re.compile(r"\\(?:displaystyle|textstyle|quad|qquad)(?![A-Za-z])|(?<!\\)\\[,;: ]|~")
+# A negative thin space joins what it stands between: "1,\\!000" is the number 1,000.
+_NEGATIVE_SPACE = re.compile(r"(?<!\\)\\!")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degrees?(?![A-Za-z])")
+# The currency sign and the degree sign of a number are its unit: kept as a word, so that
+# "18 cents" is not "\\$18" and "30 radians" is not "30^\\circ" (a bare 18 or 30 still is).
+_DEGREES_OF_NUMBER = re.compile(r"(?<=\d)\s*(?:" + _DEGREES.pattern + r")")
+_CURRENCY = re.compile(r"^(?P<sign>-?)\s*\\?\$\s*(?P<number>-?(?:\d[\d,]*(?:\.\d+)?|\.\d+))$")
 _EMPTY_TEXT = re.compile(r"\\(?:text|mbox|mathrm)\{\s*\}")
 
 
@@ -71,14 +77,16 @@ def canonical(text: str) -> str:
     s = re.sub(r"\\[dt]frac(?![A-Za-z])", r"\\frac", s)
     s = re.sub(r"\\(?:left|right)\s*\.", "", s)
     s = _SIZE_CMDS.sub("", s)
-    s = _SPACING.sub(" ", s)
+    s = _SPACING.sub(" ", _NEGATIVE_SPACE.sub("", s))
     s = s.replace("\\langle", "(").replace("\\rangle", ")")  # a vector <2, -1> is a tuple
     s = notation.environments(s)
     s = notation.trig_degrees(s)
-    s = _DEGREES.sub("", s)
+    s = _DEGREES.sub("", _DEGREES_OF_NUMBER.sub(" degrees", s))
     s = _EMPTY_TEXT.sub("", s)
     s = _EMPTY_SET.sub(r"\\emptyset", s)
-    s = s.replace("{,}", ",").replace("\\$", "").replace("$", "")
+    s = s.replace("{,}", ",")
+    s = _CURRENCY.sub(r"\g<sign>\g<number> dollars", s.strip())
+    s = s.replace("\\$", "").replace("$", "")
     s = re.sub(r"(?<!\\)%", r"\\%", s)
     s = _squeeze_spaces(s)
     while s.endswith("."):
@@ -220,11 +228,12 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
 def _numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool]) -> bool:
     """Exact equality. A bare number is read in the reference's unit: against ``25\\%`` the
     answer 25 is right and 0.25 is not (it would be 0.25%). An answer p% against a bare
-    reference equals p or p/100 (datasets drop the sign, or give the fraction)."""
+    reference equals p/100, or p itself when the reference is at least 1 (datasets drop the
+    sign; below 1 the reference reads as a fraction, and p% is a percent of the wrong base)."""
     (va, pa), (vb, pb) = answer, reference
     if pa == pb or pb:
         return va == vb
-    return vb in (va, va / 100)
+    return vb == va / 100 or (vb == va and abs(vb) >= 1)
 
 
 # ---------------------------------------------------------------- structures and words

@@ -9,6 +9,7 @@ trigonometric functions, equations written backwards, and "or"/"and" between val
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from reward_server.policy import VARIABLE
 
@@ -84,13 +85,14 @@ def environments(s: str) -> str:
 
 # ------------------------------------------------------------------ plus-minus
 
-_PM = re.compile(r"^(?P<a>[^=,]*?)\s*\\pm\s*(?P<b>[^=,]+)$")
+_PM_CMD = re.compile(r"\\pm(?![A-Za-z])")  # not \pmod
+_PM = re.compile(r"^(?P<a>[^=,]*?)\s*\\pm(?![A-Za-z])\s*(?P<b>[^=,]+)$")
 
 
 def plus_minus(s: str) -> str:
     """``\\pm 2`` -> ``2, -2``; ``1 \\pm \\sqrt{2}`` -> ``1+\\sqrt{2}, 1-\\sqrt{2}`` (one top-level
     ``\\pm`` only; inside a fraction it is left to math-verify)."""
-    if s.count("\\pm") != 1:
+    if len(_PM_CMD.findall(s)) != 1:
         return s
     m = _PM.match(s)
     if m is None or m.group("a").count("{") != m.group("a").count("}"):
@@ -103,6 +105,15 @@ def plus_minus(s: str) -> str:
 
 # ------------------------------------------------------------------ inequalities
 
+# One spelling per relation: "\lt", "<=", "\leqq", "\leqslant", "⩽", "!=" and "\neq" are the
+# same relations as "<", "\le" and "\ne" (ASCII and other LaTeX packages write them so).
+_REL_SPELLINGS = (
+    (re.compile(r"\\lt(?![A-Za-z])"), "<"),
+    (re.compile(r"\\gt(?![A-Za-z])"), ">"),
+    (re.compile(r"<=|=<|\\leq(?:q|slant)?(?![A-Za-z])|\\leqslant|\u2a7d"), r"\\le "),
+    (re.compile(r">=|\\geq(?:q|slant)?(?![A-Za-z])|\\geqslant|\u2a7e"), r"\\ge "),
+    (re.compile(r"!=|\\neq(?![A-Za-z])|\\ne(?![A-Za-z])"), r"\\ne "),
+)
 _REL = r"(?:\\leq?slant|\\leq?|\\geq?slant|\\geq?|<|>)"
 _VAR = r"[A-Za-z]"
 _SIDE = r"[^<>=\\]*(?:\\(?:infty|frac|sqrt|pi|dfrac)[^<>=\\]*)*"
@@ -112,6 +123,18 @@ _CHAIN = re.compile(
 _ONE_RIGHT = re.compile(rf"^(?P<x>{_VAR})\s*(?P<r>{_REL})\s*(?P<b>{_SIDE})$")
 _ONE_LEFT = re.compile(rf"^(?P<b>{_SIDE})\s*(?P<r>{_REL})\s*(?P<x>{_VAR})$")
 _IN = re.compile(rf"^{_VAR}\s*\\in\s*")
+_NOT_EQUAL = re.compile(
+    rf"^(?:{_VAR}\s*\\ne\s*(?P<b>{_SIDE})|(?P<b2>{_SIDE})\s*\\ne\s*{_VAR})$"
+)
+
+
+def relation_spellings(s: str) -> str:
+    """``x \\lt 3`` -> ``x<3``, ``x <= 2`` -> ``x\\le 2``, ``x != 5`` -> ``x\\ne 5``."""
+    if not any(ch in s for ch in "<>!=\\\u2a7d\u2a7e"):
+        return s
+    for pattern, spelling in _REL_SPELLINGS:
+        s = pattern.sub(spelling, s)
+    return s
 
 
 def _kind(rel: str) -> tuple[bool, bool]:
@@ -121,10 +144,16 @@ def _kind(rel: str) -> tuple[bool, bool]:
 
 def inequality_interval(s: str) -> str:
     """``1 \\le x < 2`` -> ``[1, 2)``, ``x \\ge 0`` -> ``[0, \\infty)``, ``x \\in [a, b)`` ->
-    ``[a, b)``: the interval a one-variable inequality describes, so both spellings compare."""
-    s = _IN.sub("", s)
+    ``[a, b)``, ``x \\ne 5`` -> ``(-\\infty, 5)\\cup(5, \\infty)``, ``-x > -1`` -> ``(-\\infty,
+    1)``: the set a one-variable inequality describes, so every spelling of it compares."""
+    s = _IN.sub("", relation_spellings(s))
+    m = _NOT_EQUAL.match(s)
+    if m and (m.group("b") or m.group("b2") or "").strip():
+        b = (m.group("b") or m.group("b2")).strip()
+        return f"(-\\infty, {b})\\cup({b}, \\infty)"
     if not re.search(_REL, s):
         return s
+    s = _solved_linear(s)
     m = _CHAIN.match(s)
     if m and m.group("a").strip() and m.group("b").strip():
         (lt1, st1), (lt2, st2) = _kind(m.group("r1")), _kind(m.group("r2"))
@@ -143,6 +172,87 @@ def inequality_interval(s: str) -> str:
                 return f"(-\\infty, {b}{')' if strict else ']'}"
             return f"{'(' if strict else '['}{b}, \\infty)"
     return s
+
+
+# A term of a linear expression: "-3x", "+ \frac{1}{2}x", "x/2", "7".
+_TERM = re.compile(
+    r"\s*(?P<sign>[+-])?\s*(?P<coef>\d+(?:\.\d+)?|\\frac\{\d+\}\{\d+\})?\s*"
+    r"(?P<var>[A-Za-z](?![A-Za-z]))?(?:\s*/\s*(?P<div>\d+))?\s*"
+)
+_FLIP = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}
+
+
+def _linear(side: str) -> tuple[Fraction, Fraction, str | None] | None:
+    """(a, b, x) when ``side`` is the linear expression a·x + b with exact coefficients."""
+    a, b, var, pos = Fraction(0), Fraction(0), None, 0
+    side = side.strip()
+    while pos < len(side):
+        m = _TERM.match(side, pos)
+        if m is None or m.end() == pos or not (m.group("coef") or m.group("var")):
+            return None
+        if pos > 0 and not m.group("sign"):
+            return None  # "2 3" or "2x y": not a sum of terms
+        coef = m.group("coef")
+        if coef is None:
+            value = Fraction(1)
+        elif coef.startswith("\\frac"):
+            num, den = re.findall(r"\d+", coef)
+            if int(den) == 0:
+                return None
+            value = Fraction(int(num), int(den))
+        else:
+            value = Fraction(coef)
+        if m.group("div"):
+            if int(m.group("div")) == 0:
+                return None
+            value /= int(m.group("div"))
+        if m.group("sign") == "-":
+            value = -value
+        if m.group("var"):
+            if var not in (None, m.group("var")):
+                return None
+            var, a = m.group("var"), a + value
+        else:
+            b += value
+        pos = m.end()
+    return a, b, var
+
+
+def _latex_number(v: Fraction) -> str:
+    if v.denominator == 1:
+        return str(v.numerator)
+    sign = "-" if v < 0 else ""
+    return f"{sign}\\frac{{{abs(v.numerator)}}}{{{v.denominator}}}"
+
+
+def _solved_linear(s: str) -> str:
+    """``-x > -1`` -> ``x<1``, ``2x + 1 \\le 7`` -> ``x\\le 3``, ``-1 < 2x+1 < 5`` -> ``-1<x<2``:
+    a linear inequality in one variable solved for it (dividing by a negative coefficient flips
+    the relation), so it reads as the interval it describes. Anything else is returned as is."""
+    parts = [p.strip() for p in re.split(rf"({_REL})", s)]
+    if len(parts) not in (3, 5):
+        return s
+    sides = [_linear(p) for p in parts[0::2]]
+    rels = [r.replace("leq", "le").replace("geq", "ge") for r in parts[1::2]]
+    if any(x is None for x in sides) or any(r not in _FLIP for r in rels):
+        return s
+    names = {x[2] for x in sides if x is not None and x[2] is not None}
+    if len(names) != 1:
+        return s
+    (var,) = names
+    if len(parts) == 3:
+        (a1, b1, _), (a2, b2, _) = sides  # type: ignore[misc]
+        c, k = a1 - a2, b2 - b1
+        if c == 0:
+            return s
+        rel = rels[0] if c > 0 else _FLIP[rels[0]]
+        return f"{var}{rel} {_latex_number(k / c)}"
+    (a0, b0, _), (a1, b1, _), (a2, b2, _) = sides  # type: ignore[misc]
+    if a0 != 0 or a2 != 0 or a1 == 0:
+        return s
+    lo, hi = (b0 - b1) / a1, (b2 - b1) / a1
+    r1, r2 = rels if a1 > 0 else (_FLIP[rels[0]], _FLIP[rels[1]])
+    return f"{_latex_number(lo)}{r1} {var}{r2} {_latex_number(hi)}"
 
 
 # ------------------------------------------------------------------ degrees in trigonometry
@@ -172,7 +282,10 @@ def backwards_equation(s: str) -> str:
     return s
 
 
-_JOINER = re.compile(r"\s*(?:\\text\{\s*(?:or|and)\s*\}|\b(?:or|and)\b)\s*")
+# "2 or 3", "1, 2, and 3" (the serial comma), "2\\text{ and }3"; never inside a word or command
+_JOINER = re.compile(
+    r"\s*,?\s*(?:\\text\{\s*(?:or|and)\s*\}|(?<![A-Za-z\\])(?:or|and)(?![A-Za-z]))\s*"
+)
 _SEMICOLON = re.compile(r"\s*;\s*")
 
 

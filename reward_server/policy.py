@@ -31,10 +31,18 @@ NEGATIONS = frozenset(_NEGATIONS_TEXT.split())
 # a different value than the one written, so it is refused rather than dropped as a unit.
 _MULTIPLIERS_TEXT = (
     "thousand thousands million millions billion billions hundred hundreds dozen dozens "
-    "trillion squared cubed halves half thirds third quarters quarter fourths fifths sixths "
-    "eighths tenths hundredths thousandths tens pi times plus minus over i"
+    "trillion squared cubed halves half quarters quarter tens pi times plus minus over i e "
+    "factorial factorials reciprocal inverse doubled tripled quadrupled halved permille"
 )
-MULTIPLIERS = frozenset(_MULTIPLIERS_TEXT.split())
+# Fraction words: "7 tenths" is 0.7, "3 fifths" 0.6. Every ordinal but "first" and "second"
+# (which name a position or a unit of time) is also a denominator.
+_ORDINALS_TEXT = (
+    "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth "
+    "fiftieth sixtieth seventieth eightieth ninetieth hundredth thousandth millionth"
+)
+DENOMINATORS = frozenset(w + s for w in _ORDINALS_TEXT.split() for s in ("", "s"))
+MULTIPLIERS = frozenset(_MULTIPLIERS_TEXT.split()) | DENOMINATORS
 NUMERIC_MULTIPLIERS = {
     "thousand": 1000,
     "thousands": 1000,
@@ -64,6 +72,11 @@ _PROSE_TEXT = (
 )
 PROSE = frozenset(_PROSE_TEXT.split())
 
+# A past participle written after the value ("6 cubed", "4 doubled", "9 reduced") names an
+# operation on it, never a unit; "hundred" is the one number word of that shape.
+_OPERATION_AFTER_VALUE = re.compile(
+    r"(?:\d|\})\s*(?:\\text\{\s*)?(?!hundred)[A-Za-z]{3,}ed\s*\}?\s*$", re.IGNORECASE
+)
 _TEXT_ARG = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|textsf|mathrm|mathbf|mathit|mbox|operatorname)"
     r"\{([^{}]*)\}"
@@ -96,6 +109,8 @@ def word_problem(answer: str, numeric: bool) -> Reason | None:
     multipliers = found & MULTIPLIERS
     if multipliers and not (numeric and multipliers <= NUMERIC_MULTIPLIERS.keys()):
         return Reason.MULTIPLIER_WORD
+    if _OPERATION_AFTER_VALUE.search(answer):
+        return Reason.MULTIPLIER_WORD  # "4 doubled", "9 raised": an operation, not a unit
     if found & PROSE:
         return Reason.PROSE_IN_ANSWER
     return None
@@ -126,13 +141,17 @@ _UNIT_SYNONYMS = {
     "oz": "oz ounce ounces",
     "l": "l liter liters litre litres",
     "ml": "ml milliliter milliliters millilitre millilitres",
-    "dollar": "dollar dollars usd",
+    "dollar": "dollar dollars usd buck bucks",
     "cent": "cent cents",
     "km/h": "km/h kph km/hr kmh",
     "mph": "mph mi/h mi/hr",
     "m/s": "m/s",
     "deg": "deg degree degrees",
+    "rad": "rad rads radian radians",
+    "pp": "pp percentage point percentage points",
 }
+# "miles per hour" and "mi/h" are one unit: compound units are keyed by their parts.
+_COMPOUND_ALIASES = {"mi/h": "mph", "km/h": "km/h", "m/s": "m/s", "ft/s": "ft/s"}
 UNIT_NAMES = {name: unit for unit, names in _UNIT_SYNONYMS.items() for name in names.split()}
 # Units that may be glued to a number ("7days", "5cm"); shorter names are variables ("5m").
 GLUED_UNITS = frozenset(n for n in UNIT_NAMES if len(n) >= 2 and n not in ("in", "mi", "min"))
@@ -144,6 +163,8 @@ _TRAILING_TEXT_UNIT = re.compile(
     + r"$"
 )
 _TRAILING_WORD = re.compile(r"(?P<sep>\s*)(?P<u>[A-Za-z]+(?:/[A-Za-z]+)?)" + _POWER + r"$")
+_PER_PHRASE = re.compile(r"\s(?P<u>[A-Za-z]{2,} per [A-Za-z]{2,})$")
+_PERCENT = re.compile(r"(?:\\%|\s?percent)$")
 
 
 def _unit_key(phrase: str, power: str | None) -> str:
@@ -155,6 +176,11 @@ def _unit_key(phrase: str, power: str | None) -> str:
         tokens, power = tokens[1:], "3"
     name = " ".join(tokens)
     unit = UNIT_NAMES.get(name)
+    if unit is None and ("/" in name or " per " in name):
+        parts = re.split(r"\s*/\s*|\s+per\s+", name)
+        keys = [_unit_key(part, None) for part in parts if part]
+        unit = "/".join(keys)
+        unit = _COMPOUND_ALIASES.get(unit, unit)
     if unit is None:
         unit = name[:-1] if len(name) > 3 and name.endswith("s") else name
     return unit + (f"^{power}" if power else "")
@@ -165,8 +191,11 @@ def split_unit(s: str) -> tuple[str, str | None]:
 
     A trailing word is a unit when written in a text command, glued to a digit and a known unit
     name (``7days``), or after a space with 3+ letters or a known name — never a math word or a
-    single letter outside text (``5 x``, ``5m`` are expressions).
+    single letter outside text (``5 x``, ``5m`` are expressions). A percent is the unit ``%``
+    but stays in the value, which the exact rules read with its sign.
     """
+    if _PERCENT.search(s):
+        return s, "%"
     m = _TRAILING_TEXT_UNIT.search(s)
     if m is not None:
         phrase = m.group("u").strip()
@@ -175,6 +204,9 @@ def split_unit(s: str) -> tuple[str, str | None]:
         if re.fullmatch(r"[A-Za-z][A-Za-z .]*(?:/[A-Za-z]+)?", phrase) and value and not multiplier:
             return value, _unit_key(phrase, m.group("pow"))
         return s, None
+    m = _PER_PHRASE.search(s)
+    if m is not None and s[: m.start()].strip():
+        return s[: m.start()].strip(), _unit_key(m.group("u"), None)
     m = _TRAILING_WORD.search(s)
     if m is None:
         return s, None
@@ -189,8 +221,8 @@ def split_unit(s: str) -> tuple[str, str | None]:
         return s, None
     if (not glued and len(lw) < 3 and lw not in UNIT_NAMES) or lw in ("in", "s", "h", "m", "l"):
         return s, None
-    # "6 sq units", "5 square feet": one more word of the phrase
-    before = re.search(r"(?:^|\s)(sq|square|cubic)$", value, re.IGNORECASE)
+    # "6 sq units", "5 square feet", "5 percentage points": one more word of the phrase
+    before = re.search(r"(?:^|\s)(sq|square|cubic|percentage)$", value, re.IGNORECASE)
     if before is not None:
         return value[: before.start()].strip(), _unit_key(f"{before.group(1)} {lw}", None)
     return value, _unit_key(lw, m.group("pow"))
@@ -229,6 +261,18 @@ def equation_sides(s: str) -> list[str] | None:
     """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
     ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``, or is a
     list (``x=1, x=2``: its items are compared one by one)."""
+    split = _split_equation(s)
+    return None if split is None else split[1]
+
+
+def equation_label(s: str) -> str | None:
+    """The left side that ``equation_sides`` drops as the name of the quantity (``x``,
+    ``f(x)``, ``\\cos x``, ``a + b``), or None."""
+    split = _split_equation(s)
+    return None if split is None else split[0]
+
+
+def _split_equation(s: str) -> tuple[str | None, list[str]] | None:
     if "=" not in s or any(op in s for op in ("\\le", "\\ge", "<", ">", "\\ne")):
         return None
     sides = split_top(s, "=")
@@ -236,21 +280,71 @@ def equation_sides(s: str) -> list[str] | None:
         return None
     constant = sides[0] in ("e", "i")  # "e = 3" is a false equation, not an assignment
     if not constant and (VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
-        sides = sides[1:]
-    return sides
+        return sides[0], sides[1:]
+    return None, sides
 
 
-_FUNCTIONS = r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|angle)(?![A-Za-z])"
+def same_quantity(label: str | None, other: str | None) -> bool:
+    """Whether two left sides name the same quantity. Plain names are labels and interchange
+    (``y = 2x+1`` answers ``f(x) = 2x+1``); a left side that is an expression is part of what
+    the equation says, so ``\\cos x = \\frac12`` does not answer ``\\sin x = \\frac12``."""
+    if label is None or other is None:
+        return label is other
+    if VARIABLE.fullmatch(label) and VARIABLE.fullmatch(other):
+        return True
+
+    def key(side: str) -> str:  # "\\sin(x)" and "\\sin x" are one spelling
+        return re.sub(r"\s+", "", re.sub(r"\(([A-Za-z])\)", r" \1", side))
+
+    return key(label) == key(other)
+
+
+_FUNCTIONS = r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|angle|triangle|measuredangle)(?![A-Za-z])"
+# Decorations that turn letters into the name of a quantity: \overline{AB}, \vec{v}, \text{Area}.
+_DECORATED = (
+    r"\\(?:overline|overrightarrow|vec|hat|widehat|bar|tilde|mathbf|mathrm|text|operatorname)"
+    r"\s*\{[A-Za-z ]*\}"
+)
 
 
 def _names_a_quantity(side: str) -> bool:
-    """``x + y``, ``a_1 b_1``, ``\\sin x``, ``m\\angle A``: an expression of variables only (no
-    digit, no constant such as ``\\pi``, ``e`` or ``i``) names the quantity asked for, so
-    ``x + y = 5`` answers 5; ``2x = 14`` is an equation to solve, not its solution."""
-    rest = re.sub(_FUNCTIONS + "|" + _GREEK + r"|_\{?\w+\}?", " v ", side)  # subscripts too
+    """``x + y``, ``a_1 b_1``, ``\\sin x``, ``m\\angle A``, ``\\overline{AB}``: an expression of
+    variables only (no digit, no constant such as ``\\pi``, ``e`` or ``i``) names the quantity
+    asked for, so ``x + y = 5`` answers 5; ``2x = 14`` is an equation to solve, not its
+    solution."""
+    rest = re.sub(_DECORATED + "|" + _FUNCTIONS + "|" + _GREEK + r"|_\{?\w+\}?", " v ", side)
     if any(ch.isdigit() or ch == "\\" for ch in rest) or not re.search(r"[A-Za-z]", rest):
         return False
     letters = re.findall(r"[A-Za-z]+", rest)
     return all(w not in ("e", "i") for w in letters) and bool(
-        re.fullmatch(r"[A-Za-z_{}^+\-*/() ]+", rest)
+        re.fullmatch(r"[A-Za-z_{}^+\-*/() |]+", rest)
     )
+
+
+# ------------------------------------------------------------------ congruences
+
+_EQUIV = re.compile(r"\\equiv(?![A-Za-z])|\u2261")
+# "\pmod{5}", "\pmod 5", "(\bmod 5)", "(\text{mod } 5)", "(mod 5)", "\mod 5" at the end.
+_MODULUS = re.compile(
+    r"\s*(?:\\pmod\s*\{?\s*(?P<a>[^{}()\s]+)\s*\}?"
+    r"|\(\s*(?:\\(?:text|mathrm|operatorname)\s*\{\s*)?\\?[bp]?mod\s*\}?\s*(?P<b>[^(){}\s]+)\s*\)"
+    r"|\\[bp]?mod\s*\{?\s*(?P<c>[^{}()\s]+)\s*\}?)\s*$"
+)
+
+
+def congruence(s: str) -> tuple[list[str], str | None] | None:
+    """(sides, modulus) of ``17 \\equiv 2 \\pmod 5`` (``[17, 2]``, ``5``), with a leading name
+    dropped as in an equation (``x \\equiv 2 \\pmod 5`` -> ``[2]``); None without ``\\equiv``.
+
+    A congruence is not an equality: its last side answers only when every step holds modulo
+    the modulus and that side is the least residue (``verify.decide``); without a modulus it
+    is read as an equality, so ``13 \\equiv 12`` is a false equation like ``13 = 12``."""
+    if not _EQUIV.search(s):
+        return None
+    m = _MODULUS.search(s)
+    modulus = next((g for g in m.groups() if g), None) if m else None
+    body = s[: m.start()] if m else s
+    sides = [side.strip() for side in _EQUIV.split(body)]
+    if len(sides) > 1 and (VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
+        sides = sides[1:]
+    return sides, modulus

@@ -18,9 +18,21 @@ import re
 
 from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
 from math_verify import LatexExtractionConfig, parse, verify
-from sympy import Basic, Expr, Float, I, Pow, Rational, Symbol, UnevaluatedExpr
+from sympy import (
+    Basic,
+    Expr,
+    FiniteSet,
+    Float,
+    I,
+    Interval,
+    Pow,
+    Rational,
+    Symbol,
+    Tuple,
+    UnevaluatedExpr,
+)
 
-from reward_server.policy import equation_sides
+from reward_server.policy import congruence, equation_sides
 from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
@@ -95,6 +107,9 @@ def _imaginary(expr: Basic) -> Basic:
 # x(real) and x(complex) from the two parses agree), two points to avoid a lucky root.
 _PROBES = ((0.6180339887, 1.4142135623, 2.7182818284), (-1.3247179572, 0.5772156649, 3.1415926535))
 _MAX_EXPAND_EXPONENT = 30
+# Values are evaluated to 30 significant digits: two exact values that differ relatively by
+# more than this differ, however small both are (10^{-20} is not 2·10^{-20}).
+_RELATIVE_TOLERANCE = 1e-15
 
 
 def _plain_expr(e: Basic) -> bool:
@@ -132,9 +147,26 @@ def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
             return None  # not a number at this point (undefined, unevaluated...): no shortcut
         if any(v != v or abs(v) == float("inf") for v in (a.real, a.imag, b.real, b.imag)):
             return None
-        if abs(a - b) > 1e-9 * max(1.0, abs(a), abs(b)):
+        if abs(a - b) > _RELATIVE_TOLERANCE * max(abs(a), abs(b)):
             return False
     return None
+
+
+def _elements_differ(gold: Basic, pred: Basic) -> bool:
+    """Whether two tuples, intervals or finite sets provably differ in one element.
+
+    math-verify compares elements numerically after ``chop`` (differences below ~1e-15 vanish,
+    whatever the size of the values), so ``(\\frac{\\pi}{10^{20}}, 1)`` would equal
+    ``(\\frac{2\\pi}{10^{20}}, 1)``; elements are compared here first, relatively."""
+    if isinstance(gold, Tuple) and isinstance(pred, Tuple) and len(gold) == len(pred):
+        return any(_quick_verdict(g, p) is False for g, p in zip(gold, pred, strict=True))
+    if isinstance(gold, Interval) and isinstance(pred, Interval):
+        ends = ((gold.start, pred.start), (gold.end, pred.end))
+        return any(_quick_verdict(g, p) is False for g, p in ends)
+    if isinstance(gold, FiniteSet) and isinstance(pred, FiniteSet) and len(gold) == len(pred):
+        # An element of one that differs from every element of the other.
+        return any(all(_quick_verdict(g, p) is False for g in gold.args) for p in pred.args)
+    return False
 
 
 def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
@@ -143,6 +175,9 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
     An answer written as a calculation (``20 - 8 = 12``) against a plain reference counts only
     when every step holds and the last side is the reference: a false equation is no answer.
     """
+    modular = congruence(answer)
+    if modular is not None and modular[1] is not None:
+        return _congruence(*modular, reference)  # type: ignore[arg-type]
     sides = equation_sides(answer) if "=" not in reference else None
     if sides is not None and len(sides) > 1 and all(sides):
         for left, right in itertools.pairwise(sides):
@@ -151,6 +186,24 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
                 return False, Reason.FALSE_EQUATION if reason == Reason.NOT_EQUIVALENT else reason
         return _one_symbolic(sides[-1], reference)
     return _one_symbolic(answer, reference)
+
+
+def _congruence(sides: list[str], modulus: str, reference: str) -> tuple[bool, str]:
+    """A congruence answers its last side when every step holds modulo the modulus and that
+    side is the least residue (the same rule as ``verify.decide`` for plain integers)."""
+    values = []
+    for text in [*sides, modulus]:
+        parsed = _parse_latex(text)
+        value = parsed[0].doit() if len(parsed) == 1 and isinstance(parsed[0], Expr) else None
+        if value is None or not value.is_Integer:
+            return False, Reason.FALSE_EQUATION
+        values.append(int(value))
+    *residues, n = values
+    if n <= 0 or not 0 <= residues[-1] < n:
+        return False, Reason.FALSE_EQUATION
+    if any((a - b) % n for a, b in itertools.pairwise(residues)):
+        return False, Reason.FALSE_EQUATION
+    return _one_symbolic(str(residues[-1]), reference)
 
 
 def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
@@ -165,6 +218,8 @@ def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
         quick = _quick_verdict(gold[0], pred[0])
         if quick is not None:
             return quick, Reason.EQUIVALENT if quick else Reason.NOT_EQUIVALENT
+        if _elements_differ(gold[0], pred[0]):
+            return False, Reason.NOT_EQUIVALENT
     equal = verify(list(gold), list(pred), timeout_seconds=None)
     return bool(equal), Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT
 

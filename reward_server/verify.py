@@ -147,9 +147,18 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
         problem = policy.word_problem(answer, numeric=parse_number(answer) is not None)
         if problem is not None:
             return Verdict(False, problem)
+    congruence = policy.congruence(answer)
+    if congruence is not None:
+        decided = _congruence_value(*congruence)
+        if not isinstance(decided, str):
+            return decided if decided is not None else (answer, reference)
+        answer = decided
     sides = policy.equation_sides(answer)
     ref_sides = policy.equation_sides(reference)
     if sides is not None and ref_sides is not None and len(sides) == len(ref_sides) == 1:
+        labels = policy.equation_label(answer), policy.equation_label(reference)
+        if not policy.same_quantity(*labels):
+            return answer, reference  # "\cos x = ..." against "\sin x = ...": whole relations
         answer, reference = sides[0], ref_sides[0]  # "y = 2x+1" against "f(x) = 2x+1"
     elif sides is not None and ref_sides is None:
         for left, right in itertools.pairwise(sides):
@@ -166,6 +175,24 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
     if decided is None:
         return value, ref_value
     return Verdict(decided, Reason.EQUIVALENT if decided else Reason.NOT_EQUIVALENT)
+
+
+def _congruence_value(sides: list[str], modulus: str | None) -> Verdict | str | None:
+    """What a congruence answers: without a modulus it is an equation (``13 \\equiv 12`` reads as
+    ``13 = 12``); with one, its last side when every step holds modulo it and that side is the
+    least residue (``2^{10} \\equiv 4 \\pmod 5`` answers 4; ``5 \\equiv 12 \\pmod 7`` answers
+    nothing). None: the steps are not plain integers, the symbolic check decides."""
+    if modulus is None:
+        return " = ".join(sides)
+    values = [parse_number(side) for side in [*sides, modulus]]
+    if any(v is None or v[1] or v[0].denominator != 1 for v in values):
+        return None
+    *residues, n = (int(v[0]) for v in values if v is not None)
+    if n <= 0 or not 0 <= residues[-1] < n:
+        return Verdict(False, Reason.FALSE_EQUATION)
+    if any((a - b) % n for a, b in itertools.pairwise(residues)):
+        return Verdict(False, Reason.FALSE_EQUATION)
+    return str(residues[-1])
 
 
 def equivalent_inline(
