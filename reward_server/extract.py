@@ -214,7 +214,7 @@ def _brace_boxes(text: str) -> str:
         if token is None:
             return f"\\{m.group('cmd')}{{"
         stripped = token.rstrip(".")  # "\\boxed 5." ends a sentence
-        return f"\\{m.group('cmd')}{{{stripped}}}{token[len(stripped):]}"
+        return f"\\{m.group('cmd')}{{{stripped}}}{token[len(stripped) :]}"
 
     return _BRACELESS_BOX.sub(braced, text)
 

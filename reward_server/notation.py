@@ -123,9 +123,8 @@ _CHAIN = re.compile(
 _ONE_RIGHT = re.compile(rf"^(?P<x>{_VAR})\s*(?P<r>{_REL})\s*(?P<b>{_SIDE})$")
 _ONE_LEFT = re.compile(rf"^(?P<b>{_SIDE})\s*(?P<r>{_REL})\s*(?P<x>{_VAR})$")
 _IN = re.compile(rf"^{_VAR}\s*\\in\s*")
-_NOT_EQUAL = re.compile(
-    rf"^(?:{_VAR}\s*\\ne\s*(?P<b>{_SIDE})|(?P<b2>{_SIDE})\s*\\ne\s*{_VAR})$"
-)
+_NE = r"\s*\\ne\s*"
+_NOT_EQUAL = re.compile(rf"^(?:{_VAR}{_NE}(?P<b>{_SIDE})|(?P<b2>{_SIDE}){_NE}{_VAR})$")
 
 
 def relation_spellings(s: str) -> str:
