@@ -30,8 +30,9 @@ def _has_block(text: str, open_tag: str, close_tag: str) -> bool:
 
 @dataclass(frozen=True)
 class FormatResult:
-    """Format score and why: ``ok``, ``strict_violation``, ``answer_not_last``,
-    ``several_answer_blocks``, ``missing_reasoning``, ``missing_answer``, ``no_blocks``."""
+    """Format score and why: ``ok``, ``strict_violation``, ``text_after_answer``,
+    ``answer_not_last``, ``several_answer_blocks``, ``missing_reasoning``, ``missing_answer``,
+    ``no_blocks``."""
 
     score: float
     reason: str
@@ -75,6 +76,9 @@ def score_format(response: str, strict: bool = False) -> FormatResult:
     if has_reasoning and has_answer:
         # Both blocks exist but not in the required shape (order, trailing text, strictness):
         # one block earns credit and the other's tags are there.
+        head = response[: response.rfind(A_CLOSE) + len(A_CLOSE)]
+        if _full_strict(head) if strict else _full_lenient(head):
+            return FormatResult(ONE_BLOCK_AND_TAGS, "text_after_answer")  # the shape, then text
         reason = "strict_violation" if strict and _full_lenient(response) else "answer_not_last"
         return FormatResult(ONE_BLOCK_AND_TAGS, reason)
     if has_reasoning:
@@ -84,3 +88,9 @@ def score_format(response: str, strict: bool = False) -> FormatResult:
         partial = R_OPEN in response or R_CLOSE in response
         return FormatResult(ONE_BLOCK_AND_TAGS if partial else ONE_BLOCK, "missing_reasoning")
     return FormatResult(0.0, "no_blocks")
+
+
+def text_after_answer(response: str) -> str:
+    """What follows the last ``</answer>`` of a response (empty when nothing does)."""
+    close = response.rfind(A_CLOSE)
+    return "" if close < 0 else response[close + len(A_CLOSE) :].strip()

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from reward_server import notation
 from reward_server.extract import unwrap_math
-from reward_server.policy import MATH_WORDS, NUMBER_WORDS, NUMERIC_MULTIPLIERS, split_top
+from reward_server.policy import MATH_WORDS, NUMERIC_MULTIPLIERS, number_word_value, split_top
 
 # 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
 _MAX_EXPONENT = 1000
@@ -188,8 +188,9 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
         if s.endswith(suffix):
             s, percent = s[: -len(suffix)].rstrip(), True
             break
-    if s.lower() in NUMBER_WORDS:
-        return Fraction(NUMBER_WORDS[s.lower()]), percent
+    worded = number_word_value(s) if s[:1].isalpha() else None
+    if worded is not None:
+        return Fraction(worded), percent
 
     m = _MIXED.fullmatch(s) or _PLAIN_MIXED.fullmatch(s)
     if m and int(m.group("a")) < int(m.group("b")):

@@ -44,9 +44,15 @@ _SQRT = re.compile(r"\u221a\s*(\d+(?:\.\d+)?|[A-Za-z]|\([^()]*\)|\{[^{}]*\})")
 _MARKDOWN = re.compile(r"^(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1$")
 
 
+# Bold anywhere ("**Answer:** 18"): a pair of markers around text, never "2**3" between digits.
+_BOLD = re.compile(r"(?<![\d*])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\d*])")
+
+
 def plain_text(s: str) -> str:
     """Unicode math as LaTeX, invisible characters dropped, markdown emphasis removed."""
     s = s.translate(_INVISIBLE).translate(_SPACES)
+    if "**" in s or "__" in s:
+        s = _BOLD.sub(r"\2", s)
     s = _SQRT.sub(lambda m: "\\sqrt{" + m.group(1).strip("(){}") + "}", s)
     for char, latex in _UNICODE.items():
         if char in s:

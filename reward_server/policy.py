@@ -65,6 +65,39 @@ NUMBER_WORDS = {w: i for i, w in enumerate(_ONES.split())} | {
         ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2
     )
 }
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+
+
+def number_word_value(text: str) -> int | None:
+    """The integer a number written in words names: ``seven``, ``twenty-five``, ``one hundred
+    and twelve``, ``three thousand``; None for anything else."""
+    tokens = [t for t in re.split(r"[\s\-]+", text.lower().strip()) if t and t != "and"]
+    if not tokens or ("and" in text.lower().split() and len(tokens) < 2):
+        return None
+    total = current = 0
+    last = None  # the kind of the previous word: ones, tens, hundred, scale
+    for t in tokens:
+        if t in NUMBER_WORDS and NUMBER_WORDS[t] < 20:
+            if last in ("ones", "teens"):
+                return None
+            current += NUMBER_WORDS[t]
+            last = "ones"
+        elif t in NUMBER_WORDS:
+            if last in ("ones", "tens"):
+                return None
+            current += NUMBER_WORDS[t]
+            last = "tens"
+        elif t == "hundred" and last in ("ones",) and current < 10:
+            current *= 100
+            last = "hundred"
+        elif t in _SCALES and last in ("ones", "tens", "hundred"):
+            total += current * _SCALES[t]
+            current, last = 0, "scale"
+        else:
+            return None
+    return total + current
+
+
 # Prose verbs and fillers: a sentence is not an answer ("12 is the total").
 _PROSE_TEXT = (
     "is are was were be the answer final equals equal so then thus hence therefore which that "

@@ -5,16 +5,26 @@ from __future__ import annotations
 import asyncio
 import time
 
+from reward_server import sentence
 from reward_server.extract import extract_answer, extract_reference, extract_response
-from reward_server.format import score_format
+from reward_server.format import score_format, text_after_answer
 from reward_server.protocol import ACCURACY_CORRECT, FORMAT_MAX, Reason
 from reward_server.schemas import ItemScore, Label
 from reward_server.settings import Settings
-from reward_server.verify import Verifier
+from reward_server.verify import Verdict, Verifier
 
 # Format verdicts that forbid accuracy whatever the settings: the completion holds a second
-# answer block, or text after its block, so the block scored may not be its final answer.
+# answer block, or its block is not where the format puts it (before the reasoning), so the
+# block scored may not be its final answer.
 NO_ACCURACY_FORMATS = frozenset({Reason.SEVERAL_ANSWER_BLOCKS, Reason.ANSWER_NOT_LAST})
+# Text after a well-placed answer block costs format only (10 -> 1.5): the accuracy is judged on
+# the block, and the text may restate the answer but not give another one.
+TEXT_AFTER_ANSWER = "text_after_answer"
+# Verdicts on the trailing text that say nothing about it (the machine's state, or a sentence
+# that states no value: "I hope this helps!").
+_TRAILING_NEUTRAL = frozenset(
+    {Reason.PROSE_IN_ANSWER, Reason.TIMEOUT, Reason.QUEUE_TIMEOUT, Reason.WORKER_ERROR}
+)
 
 
 class Scorer:
@@ -44,10 +54,16 @@ class Scorer:
             reason = Reason.NO_REFERENCE
         elif fmt.reason in NO_ACCURACY_FORMATS:
             reason = Reason(fmt.reason)
-        elif self.settings.accuracy_requires_format and fmt.score < FORMAT_MAX:
+        elif (
+            self.settings.accuracy_requires_format
+            and fmt.score < FORMAT_MAX
+            and fmt.reason != TEXT_AFTER_ANSWER
+        ):
             reason = Reason.FORMAT_NOT_MET
         else:
             verdict = await self.verifier.check(answer, reference, deadline=deadline)
+            if verdict.equal and fmt.reason == TEXT_AFTER_ANSWER:
+                verdict = await self._restated(response, reference, verdict, deadline)
             equal, reason = verdict.equal, verdict.reason
         accuracy = ACCURACY_CORRECT if equal else 0.0
         return ItemScore(
@@ -60,6 +76,22 @@ class Scorer:
             reason=reason,
             reward=fmt.score + accuracy,
         )
+
+    async def _restated(
+        self, response: str, reference: str, verdict: Verdict, deadline: float | None
+    ) -> Verdict:
+        """The block's verdict, unless the text after the block gives another answer: a value
+        (in a sentence, a box, a bare number) that is not the reference, or a hedge or a
+        negation of one. Text that states no value ("I hope this helps!") changes nothing."""
+        trailing = text_after_answer(response)
+        if not sentence.states_value(trailing):
+            return verdict
+        if len(trailing) > self.settings.max_answer_chars:
+            return Verdict(False, Reason.ANSWER_NOT_LAST)  # too long to read as one answer
+        again = await self.verifier.check(trailing, reference, deadline=deadline)
+        if again.equal or again.reason in _TRAILING_NEUTRAL:
+            return verdict if again.equal or again.reason == Reason.PROSE_IN_ANSWER else again
+        return Verdict(False, Reason.ANSWER_NOT_LAST)
 
     async def score_batch(
         self, queries: list[str], prompts: list[str] | None, labels: list[Label]

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reward_server import policy
+from reward_server import policy, sentence
 from reward_server.guard import bomb, complexity_violation
 from reward_server.normalize import (
     canonical,
@@ -82,7 +82,10 @@ class Verifier:
             problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
             if problem is not None:
                 return Verdict(False, Reason(f"{who}_{problem}"))
-        return decide(canonical(answer), canonical(reference))
+        read = read_answer(answer, reference)
+        if isinstance(read, Verdict):
+            return read
+        return decide(canonical(read), canonical(reference))
 
     async def check(self, answer: str, reference: str, *, deadline: float | None = None) -> Verdict:
         """Verdict for one (answer, reference) pair; ``deadline`` (``time.perf_counter()``)
@@ -134,6 +137,19 @@ class Verifier:
         if len(self._timed_out_once) > _TIMEOUTS_REMEMBERED:
             self._timed_out_once.popitem(last=False)
         return False
+
+
+def read_answer(answer: str, reference: str) -> Verdict | str:
+    """What the checker judges: the value a sentence states (``sentence.read``), or the answer
+    itself when it is no sentence; a verdict when the sentence states no single value. A worded
+    reference ("no solution") is compared as words, so its answers are never read as
+    sentences."""
+    if not sentence.is_sentence(answer) or text_form(canonical(reference)) is not None:
+        return answer
+    reading = sentence.read(answer)
+    if reading.value is None:
+        return Verdict(False, reading.reason or Reason.PROSE_IN_ANSWER)
+    return reading.value
 
 
 def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:

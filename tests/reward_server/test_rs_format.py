@@ -25,7 +25,8 @@ A = "<answer>\n5\n</answer>"
         ("<reasoning>x</reasoning><answer>5</answer>", 10.0, "ok"),
         ("Let me think. " + R + A, 10.0, "ok"),  # lenient: text before the reasoning block
         (R + "so the answer follows " + A, 10.0, "ok"),
-        (R + A + " Hope this helps!", 1.5, "answer_not_last"),
+        (R + A + " Hope this helps!", 1.5, "text_after_answer"),
+        ("<reasoning>x</reasoning><answer>5</answer> 5 again", 1.5, "text_after_answer"),
         (A + R, 1.5, "answer_not_last"),
         (R, 1.0, "missing_answer"),
         (R + "<answer>5", 1.5, "missing_answer"),  # truncated inside the answer
@@ -100,9 +101,42 @@ def test_accuracy_requires_full_format_by_default() -> None:
 def test_accuracy_without_format_gate_and_strict_setting() -> None:
     s = Settings(verify_workers=1, accuracy_requires_format=False)
     assert _score(s, A, "5") == (1.0, 10.0, Reason.EQUIVALENT)
-    # Even without the gate, a second block or text after the block earns no accuracy.
+    # Even without the gate, a second block or a block before the reasoning earns no accuracy.
     assert _score(s, R + "<answer>4</answer>" + A, "5") == (1.5, 0.0, Reason.SEVERAL_ANSWER_BLOCKS)
-    assert _score(s, R + A + " Hope this helps!", "5") == (1.5, 0.0, Reason.ANSWER_NOT_LAST)
+    assert _score(s, A + R, "5") == (1.5, 0.0, Reason.ANSWER_NOT_LAST)
     strict = Settings(verify_workers=1, strict_format=True)
     assert _score(strict, "Sure. " + R + A, "5") == (1.5, 0.0, Reason.FORMAT_NOT_MET)
     assert _score(strict, R + A, 5) == (10.0, 10.0, Reason.EQUIVALENT)
+
+
+@pytest.mark.parametrize("gate", [True, False])
+@pytest.mark.parametrize(
+    ("tail", "accuracy", "reason"),
+    [
+        # The format pays for the text (1.5); the accuracy is judged on the block.
+        (" Hope this helps!", 10.0, Reason.EQUIVALENT),
+        ("\n\nLet me know if anything is not clear.", 10.0, Reason.EQUIVALENT),
+        ("\nSo the answer is 5.", 10.0, Reason.EQUIVALENT),  # a restatement
+        ("\nThe final answer is $\\boxed{5}$.", 10.0, Reason.EQUIVALENT),
+        # Text that gives another answer, hedges it or negates it.
+        ("\nThe final answer is $\\boxed{6}$.", 0.0, Reason.ANSWER_NOT_LAST),
+        ("\nSo the answer is 6.", 0.0, Reason.ANSWER_NOT_LAST),
+        (" (or maybe 6)", 0.0, Reason.ANSWER_NOT_LAST),
+        ("\nThat is not 5, it is 6.", 0.0, Reason.ANSWER_NOT_LAST),
+        ("\n\\boxed{5} \\text{ or } \\boxed{6}", 0.0, Reason.ANSWER_NOT_LAST),
+    ],
+)
+def test_text_after_the_answer_block_costs_format_not_accuracy(
+    gate: bool, tail: str, accuracy: float, reason: Reason
+) -> None:
+    # With or without the format gate: the gate asks for the reasoning block and then the
+    # answer block, which this completion has; the text after them is paid by the format.
+    s = Settings(verify_workers=1, accuracy_requires_format=gate)
+    assert _score(s, R + A + tail, "#### 5") == (1.5, accuracy, reason)
+    assert _score(s, R + "<answer>6</answer>" + tail, "#### 5")[1] == 0.0
+
+
+def test_overlong_text_after_the_block_with_values_is_not_read() -> None:
+    s = Settings(verify_workers=1, max_answer_chars=50)
+    assert _score(s, R + A + " So 5. " + "x" * 60, "5") == (1.5, 0.0, Reason.ANSWER_NOT_LAST)
+    assert _score(s, R + A + " Thanks! " + "x" * 60, "5") == (1.5, 10.0, Reason.EQUIVALENT)

@@ -1,0 +1,538 @@
+"""Answers written as sentences: the one value a sentence states, or why it states none.
+
+Instruct models often write the answer block as a sentence: ``Janet makes $18 every day at the
+farmers' market.`` A careful grader who sees only the reference accepts a sentence that states
+one value, where the other numbers are context, and refuses hedges, several candidates and
+negations of the value. This module reads a sentence the way that grader does, with rules on
+words rather than on any one phrasing:
+
+* **context**: a number after a preposition or a determiner (``in 3 days``, ``every 2 days``,
+  ``the 3 friends``), after a condition (``if x = 2``), before the verb that states the value
+  (``the sum of the first 10 integers is 55``) or before a conclusion (``…, so she makes $18``)
+  is context, not a candidate;
+* **candidates**: the remaining values. One candidate, or a list of them joined by ``and``/
+  ``or``/commas, is the answer; separate candidates that differ are several answers
+  (``several_candidates``); restatements of the same value are one;
+* **refusals**: a negation anywhere (``negated_answer``); a hedge word anywhere, or a bound or
+  an approximation of the value (``more than 18``, ``about 18``, ``18 or more``:
+  ``hedged_answer``); a sentence with no value at all (``prose_in_answer``).
+
+The value comes back as text with its unit (``$18``, ``24 square units``, ``x = 2, x = 3``); the
+answer policy and the exact rules then judge it like any short answer. Everything here is a
+linear scan of the text (the cost guard has bounded its length already).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from reward_server import notation
+from reward_server.normalize import canonical, parse_number
+from reward_server.policy import NEGATIONS, UNIT_NAMES, number_word_value, split_unit
+from reward_server.protocol import Reason
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a sentence states: ``value`` (the value and its unit), or ``reason`` why none."""
+
+    value: str | None
+    reason: Reason | None = None
+
+
+# ------------------------------------------------------------------ word classes
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_NEGATIONS = NEGATIONS | _words(
+    "cannot can't isn't aren't wasn't weren't doesn't don't didn't won't wouldn't shouldn't "
+    "couldn't hasn't haven't hadn't nothing rather"
+)
+# Words that make the whole statement uncertain, wherever they stand.
+_HEDGES = _words(
+    "maybe perhaps probably possibly likely unlikely approximate estimate estimated estimation "
+    "guess guessing unsure uncertain somewhere either roughly thereabouts"
+)
+# Words that make the number right after them a bound or an approximation of it.
+_APPROXIMATE = _words(
+    "about around approximately approx nearly almost circa some over under above below beyond "
+    "exceeding than"
+)
+_APPROXIMATE_PAIRS = frozenset(
+    {("at", "least"), ("at", "most"), ("up", "to"), ("close", "to"), ("no", "more")}
+)
+# "18 or more", "18 or so": a bound after the value.
+_OR_BOUND = _words("more less fewer greater higher lower above below over under so")
+_MODAL_HEDGES = frozenset({("could", "be"), ("might", "be"), ("may", "be"), ("must", "be")})
+# A number after one of these is context: "in 3 days", "every 2 days", "the 3 friends", "if
+# x = 2". "of" after "total" is not ("a total of 18" states 18).
+_PREPOSITIONS = _words(
+    "of in for after before per every each from by with at on within during into onto among "
+    "across through since until till via using without against between"
+)
+_DETERMINERS = _words("the this these those her his their its my our your all both")
+_CONDITIONS = _words("if when whenever where given assuming suppose let because unless")
+_CONTEXT_BEFORE = _PREPOSITIONS | _DETERMINERS | _CONDITIONS
+# Adjectives between a determiner and its number: "the first 10 integers".
+_ADJECTIVES = _words(
+    "first last next remaining other original initial additional extra whole entire previous "
+    "following same given"
+)
+# Verbs that state a value: "X is 18", "Total: 18". The first one followed by a value makes
+# every number before it context (the subject: "the sum of the first 10 integers is 55").
+_COPULAS = _words("is are was were be been equals equal equaling totals")
+# Words that may stand between a copula and its value: "is therefore $45", "is equal to 7".
+_FILLERS = _words(
+    "exactly precisely then therefore thus so now still just simply indeed also clearly hence "
+    "finally altogether overall worth equal to a an the total of in all"
+)
+# A conclusion: the numbers before it are the working, the value comes after it.
+_CONCLUSIONS = _words(
+    "so therefore thus hence consequently giving making leaving yielding totaling totalling "
+    "gives means"
+)
+# A word that stated a candidate before a conclusion makes it a second answer ("the answer is
+# 20, so 18").
+_ANSWER_WORDS = frozenset({"answer", "answers"})
+# Operations in words on the value after them: "twice 9" is 18.
+_OPERATIONS_BEFORE = _words("twice double triple thrice quadruple half")
+# Words never read as a unit after a value (function words, comparatives, adverbs of time).
+_NOT_UNITS = (
+    _PREPOSITIONS
+    | _DETERMINERS
+    | _CONDITIONS
+    | _COPULAS
+    | _CONCLUSIONS
+    | _APPROXIMATE
+    | _words(
+        "and or but so then than more less fewer left total altogether a an to is are was were "
+        "will would can could should must has have had do does did she he they it we you i "
+        "who which that what as while overall only also now still already today yesterday "
+        "tomorrow respectively instead apiece per"
+    )
+)
+_JOINERS = frozenset({"and", "or", "&"})
+_VALUE_COMMANDS = re.compile(r"\\(?:pi|sqrt|d?frac|tfrac|infty|emptyset|varnothing)(?![A-Za-z])")
+_OPERATORS = re.compile(r"[+\-*/^=<>|,]|\\(?:times|cdot|div|le|ge|ne|lt|gt|in|cup|pm)(?![A-Za-z])")
+_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*")
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|mbox|emph)\s*\{([^{}]*)\}"
+)
+_MARKDOWN = re.compile(r"\*\*|__|(?<![\w*\\])\*(?=\S)|(?<=\S)\*(?![\w*])|^#+\s*|`")
+# "3-5 hours": a range of two numbers is a hedge, never a subtraction.
+_RANGE = re.compile(r"^\$?\d+(?:\.\d+)?(?:-|\u2013|\u2014)\$?\d+(?:\.\d+)?%?$")
+
+
+# ------------------------------------------------------------------ tokens
+
+
+@dataclass
+class _Token:
+    kind: str  # "word", "math" (a chunk of a value or a name) or "num" (a number word)
+    text: str
+    stop: str = ""  # punctuation after it: "." "," ";" ":" or ""
+
+
+_DOLLAR = re.compile(r"(?<!\\)\$")
+_DOUBLE_DOLLAR = re.compile(r"(?<!\\)\$\$")
+
+
+def _math_segments(text: str) -> list[tuple[str, bool]]:
+    """Split ``text`` into (piece, is_math) at ``$…$``, ``$$…$$``, ``\\(…\\)`` and ``\\[…\\]``.
+
+    A ``$`` before a number is a currency sign when no closing ``$`` follows before prose
+    (``$18 and $5 each``); ``\\$`` always is."""
+    pieces: list[tuple[str, bool]] = []
+    pos = start = 0
+    while pos < len(text):
+        ch = text[pos]
+        if ch == "\\" and text[pos + 1 : pos + 2] in ("(", "["):
+            close = "\\)" if text[pos + 1] == "(" else "\\]"
+            end = text.find(close, pos + 2)
+            if end >= 0:
+                pieces += [(text[start:pos], False), (text[pos + 2 : end], True)]
+                pos = start = end + 2
+                continue
+        if ch == "\\":
+            pos += 2  # an escaped character ("\$", "\{") is never a delimiter
+            continue
+        if ch == "$":
+            double = text.startswith("$$", pos)
+            width = 2 if double else 1
+            close = (_DOUBLE_DOLLAR if double else _DOLLAR).search(text, pos + width)
+            end = close.start() if close else -1
+            inner = text[pos + width : end] if end >= 0 else ""
+            currency = end < 0 or (
+                re.match(r"\s*-?[\d.]", inner) is not None
+                and re.search(r"\s[A-Za-z]{2,}", _TEXT_COMMAND.sub("", inner)) is not None
+            )
+            if not currency:
+                pieces += [(text[start:pos], False), (inner, True)]
+                pos = start = end + width
+                continue
+        pos += 1
+    pieces.append((text[start:], False))
+    return [(p, m) for p, m in pieces if p.strip()]
+
+
+def _chunks(text: str) -> list[str]:
+    """Whitespace-separated chunks of prose, never splitting inside braces."""
+    chunks, depth, current = [], 0, []
+    for ch in text:
+        if ch in "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        if ch.isspace() and depth == 0:
+            if current:
+                chunks.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if current:
+        chunks.append("".join(current))
+    return chunks
+
+
+def _tokens(text: str) -> list[_Token]:
+    text = notation.plain_text(text)
+    text = _MARKDOWN.sub(" ", text)
+    tokens: list[_Token] = []
+    for piece, is_math in _math_segments(text):
+        if is_math:
+            tokens.append(_Token("math", piece.strip()))
+            continue
+        # Words in a text command are prose: "18\text{ dollars}" is "18 dollars".
+        piece = _TEXT_COMMAND.sub(lambda m: " " + m.group(1) + " ", piece)
+        for chunk in _chunks(piece):
+            if tokens and chunk.strip(".,;:!?") == "":
+                tokens[-1].stop = tokens[-1].stop or chunk[0]  # "$x = 2$, then"
+                continue
+            tokens.extend(_classify(chunk))
+    return _dashes(tokens)
+
+
+_DASHES = frozenset({"-", "--", "---", "\u2013", "\u2014"})
+
+
+def _dashes(tokens: list[_Token]) -> list[_Token]:
+    """A dash between words is punctuation ("$18 - that is her profit"); between two pieces of
+    math it is a minus ("16 - 3 = 13"). An em dash is always punctuation."""
+    kept: list[_Token] = []
+    for i, tok in enumerate(tokens):
+        minus = tok.text in ("-", "\u2013") and i + 1 < len(tokens) and tokens[i + 1].kind == "math"
+        if tok.kind == "math" and tok.text in _DASHES and not (minus and kept):
+            if kept:
+                kept[-1].stop = kept[-1].stop or ","
+            continue
+        kept.append(tok)
+    return kept
+
+
+def _classify(chunk: str) -> list[_Token]:
+    """One chunk of prose as tokens: a word, a number word or a piece of math, with the
+    punctuation after it."""
+    stop = ""
+    while chunk and chunk[-1] in ".,;:!?\"'’”" and not chunk.endswith("\\" + chunk[-1]):
+        if chunk[-1] in ".,;:!?" and not stop:
+            stop = chunk[-1]
+        chunk = chunk[:-1]
+    bare = chunk.strip("(\"“‘'")
+    if bare.endswith(")") and "(" not in bare:
+        bare = bare[:-1]
+    if _WORD.fullmatch(bare) and (len(bare) > 1 or bare in ("a", "A", "I")):
+        kind = "num" if number_word_value(bare) is not None else "word"
+        return [_Token(kind, bare, stop)]
+    return [_Token("math", chunk, stop)] if chunk else []
+
+
+# ------------------------------------------------------------------ runs
+
+
+@dataclass
+class _Run:
+    """Consecutive pieces of math (``16 - 3 - 4 = 9``), or one number word."""
+
+    text: str
+    first: int  # token index of its first piece
+    last: int  # token index of its last piece
+    value: bool  # states a value (a number, an expression); False: a name such as x or f(x)
+    context: bool = False
+    hedged: bool = False
+    weak: bool = False  # context only by the preposition or determiner before it
+
+
+def _runs(tokens: list[_Token]) -> list[_Run]:
+    runs: list[_Run] = []
+    depth = 0
+    for i, tok in enumerate(tokens):
+        joined = (
+            runs
+            and tok.kind == "math"
+            and runs[-1].last == i - 1
+            and tokens[i - 1].kind == "math"
+            and (not tokens[i - 1].stop or (tokens[i - 1].stop == "," and depth > 0))
+        )
+        if tok.kind == "num":
+            previous = tokens[i - 1] if i else None
+            if (
+                runs
+                and runs[-1].last == i - 1
+                and previous
+                and previous.kind == "num"
+                and not previous.stop
+            ):
+                runs[-1].text += " " + tok.text  # "twenty five": one number
+                runs[-1].last = i
+                continue
+            runs.append(_Run(tok.text, i, i, True))
+            depth = 0
+            continue
+        if tok.kind != "math":
+            depth = 0
+            continue
+        if joined:
+            sep = ", " if tokens[i - 1].stop == "," else " "
+            runs[-1].text += sep + tok.text
+            runs[-1].last = i
+        else:
+            runs.append(_Run(tok.text, i, i, False))
+            depth = 0
+        depth += tok.text.count("(") + tok.text.count("[") - tok.text.count(")")
+        depth -= tok.text.count("]")
+    for run in runs:
+        if tokens[run.first].kind == "num":
+            continue
+        text = run.text
+        run.value = (
+            any(ch.isdigit() for ch in text)
+            or _VALUE_COMMANDS.search(text) is not None
+            or (_OPERATORS.search(text) is not None and re.search(r"[A-Za-z0-9]", text) is not None)
+        )
+    return runs
+
+
+def _word(tokens: list[_Token], i: int) -> str | None:
+    """The lower-cased word at token ``i`` (None for math, a number word or out of range)."""
+    if 0 <= i < len(tokens) and tokens[i].kind == "word":
+        return tokens[i].text.lower().replace("’", "'")
+    return None
+
+
+# ------------------------------------------------------------------ reading
+
+
+_UNIT_WORDS = UNIT_NAMES.keys() | _words("square sq cubic units unit percent")
+_SENTENCE_WORDS = (
+    _CONTEXT_BEFORE | _COPULAS | _CONCLUSIONS | _words("she he they it we you there i")
+) - {"per"}
+
+
+def is_sentence(text: str) -> bool:
+    """Whether ``text`` holds prose beyond a short answer's words: two or more words that are
+    not units, number words, multipliers or list joiners, or one word that only a sentence
+    has (a verb, a preposition, a pronoun, a label with a colon). ``5 square feet``, ``7 or
+    more`` and ``3 (or four)`` are short answers; ``Janet makes $18 every day``, ``When x = 2,
+    y = 7`` and ``Total: $45`` are sentences."""
+    count = 0
+    for tok in _tokens(text):
+        w = tok.text.lower()
+        if tok.kind != "word" or w in _JOINERS or w in _UNIT_WORDS:
+            continue
+        if w in _SENTENCE_WORDS or tok.stop == ":":  # "Total: $45" is a label and its value
+            return True
+        count += 1
+    return count >= 2
+
+
+def states_value(text: str) -> bool:
+    """Whether ``text`` holds any value at all: a number, a number word or math."""
+    return any(run.value for run in _runs(_tokens(text)))
+
+
+def read(text: str) -> Reading:
+    """The one value ``text`` states (with its unit), or the reason it states none."""
+    tokens = _tokens(text)
+    words = [_word(tokens, i) for i in range(len(tokens))]
+    present = {w for w in words if w}
+    if present & _NEGATIONS:
+        return Reading(None, Reason.NEGATED_ANSWER)
+    if present & _HEDGES:
+        return Reading(None, Reason.HEDGED_ANSWER)
+    for a, b in itertools.pairwise(words):
+        if (a, b) in _MODAL_HEDGES or (a == "or" and b in _OR_BOUND):
+            return Reading(None, Reason.HEDGED_ANSWER)
+
+    runs = _runs(tokens)
+    for run in runs:
+        if _RANGE.match(run.text) or run.text.startswith(("\\approx", "\\sim", "~", "\u2248")):
+            run.hedged = True
+        _mark_context(run, tokens, words)
+    _mark_subject(runs, tokens, words)
+    if _mark_premises(runs, tokens, words):
+        return Reading(None, Reason.SEVERAL_CANDIDATES)
+
+    candidates = [r for r in runs if not r.context and (r.value or _after_copula(r, words))]
+    values = [r for r in runs if r.value]
+    if not candidates and len(values) == 1 and values[0].weak and not values[0].hedged:
+        candidates = values  # the only number of the sentence: "the car travels at 60 mph"
+    if any(r.hedged for r in candidates):
+        return Reading(None, Reason.HEDGED_ANSWER)
+    if any(run.first > 0 and words[run.first - 1] in _OPERATIONS_BEFORE for run in candidates):
+        return Reading(None, Reason.MULTIPLIER_WORD)
+    if not candidates:
+        hedged = any(r.hedged for r in runs)
+        return Reading(None, Reason.HEDGED_ANSWER if hedged else Reason.PROSE_IN_ANSWER)
+
+    groups = _groups(candidates, tokens, words)
+    values = [", ".join(_with_unit(r, tokens, words) for r in g) for g in groups]
+    if len(set(values)) > 1 and not _restatements(values):
+        return Reading(None, Reason.SEVERAL_CANDIDATES)
+    last = groups[-1]
+    items = [_with_unit(r, tokens, words) for r in last]
+    alternatives = _joined_by(last, tokens, words, "or")
+    if alternatives and _restatements(items):
+        items = items[:1]  # "3/4, or 0.75": one value spelled twice
+    value = (" or " if alternatives else ", ").join(items)
+    if words[last[0].first - 1 : last[0].first] in (["negative"], ["minus"]):
+        value = "-" + value
+    return Reading(value)
+
+
+def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> None:
+    """Context or bound from the words right before the run."""
+    w1 = words[run.first - 1] if run.first >= 1 else None
+    w2 = words[run.first - 2] if run.first >= 2 else None
+    if w1 in _APPROXIMATE or (w2, w1) in _APPROXIMATE_PAIRS:
+        run.hedged = run.context = True
+        return
+    if w1 == "of" and w2 == "total":
+        return
+    if w1 in _CONTEXT_BEFORE or (w1 in _ADJECTIVES and w2 in _CONTEXT_BEFORE):
+        run.context = True
+        run.weak = w1 not in _CONDITIONS
+    # "one of them", "one another": a pronoun, not the number 1
+    after = words[run.last + 1] if run.last + 1 < len(tokens) else None
+    if tokens[run.first].kind == "num" and run.text.lower() == "one" and after in ("of", "another"):
+        run.context, run.weak = True, False
+
+
+def _after_copula(run: _Run, words: list[str | None]) -> bool:
+    """A name is a candidate only right after a copula ("the answer is $ab$")."""
+    i = run.first - 1
+    while i >= 0 and words[i] in _FILLERS:
+        i -= 1
+    return i >= 0 and words[i] in _COPULAS
+
+
+_CLAUSE_WORDS = _words("and but while whereas although though")
+
+
+def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> None:
+    """Numbers in the subject of the first copula that a value follows are context: from the
+    start of that clause (after the last punctuation or "and"/"but") to the copula."""
+    for run in runs:
+        if not run.value or run.context:
+            continue
+        i = run.first - 1
+        while i >= 0 and words[i] in _FILLERS:
+            i -= 1
+        colon = i >= 0 and tokens[i].kind == "word" and tokens[i].stop == ":"
+        if i >= 0 and (words[i] in _COPULAS or colon):
+            start = i - 1
+            while start >= 0 and not tokens[start].stop and words[start] not in _CLAUSE_WORDS:
+                start -= 1
+            for other in runs:
+                if start < other.first and other.last < i:
+                    other.context, other.weak = True, False
+            return
+
+
+def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> bool:
+    """Numbers before the last conclusion word that a value follows are the working. Returns
+    True when that working already stated an answer (a second candidate)."""
+    cut = None
+    for i, w in enumerate(words):
+        if w in _CONCLUSIONS and any(r.first > i and r.value and not r.context for r in runs):
+            cut = i
+    if cut is None:
+        return False
+    if any(w in _ANSWER_WORDS for w in words[:cut]):
+        return any(r.value and r.last < cut and not r.context for r in runs)
+    for run in runs:
+        if run.last < cut:
+            run.context, run.weak = True, False
+    return False
+
+
+def _between(a: _Run, b: _Run, tokens: list[_Token], words: list[str | None]) -> list[str]:
+    """The words between two runs (units of the first one excluded), with "," for commas."""
+    gap = []
+    if tokens[a.last].stop:
+        gap.append(tokens[a.last].stop)
+    for i in range(a.last + 1, b.first):
+        w = words[i]
+        if w is None:
+            gap.append("#")  # a value in between: never a plain list
+        elif not (gap == [] and w not in _NOT_UNITS):
+            gap.append(w)
+        if tokens[i].stop:
+            gap.append(tokens[i].stop)
+    return gap
+
+
+def _groups(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> list[list[_Run]]:
+    """Candidates joined only by commas, "and" or "or" (units aside) form one list."""
+    groups = [[runs[0]]]
+    for prev, run in itertools.pairwise(runs):
+        gap = _between(prev, run, tokens, words)
+        if gap and all(g in _JOINERS or g == "," for g in gap):
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    return groups
+
+
+def _joined_by(group: list[_Run], tokens: list[_Token], words: list[str | None], w: str) -> bool:
+    return any(w in _between(a, b, tokens, words) for a, b in itertools.pairwise(group))
+
+
+def _with_unit(run: _Run, tokens: list[_Token], words: list[str | None]) -> str:
+    """The run and the unit words right after it: ``18 apples``, ``24 square units``, ``60
+    miles per hour``; at most two words, never a function word."""
+    text, i, taken = run.text, run.last + 1, 0
+    if tokens[run.last].stop:
+        return text
+    while i < len(tokens) and taken < 2:
+        w = words[i]
+        if w is None or (w in _NOT_UNITS and w != "per"):
+            break
+        if w == "per":  # "miles per hour": a compound unit, not the context "per day"
+            nxt = words[i + 1] if i + 1 < len(tokens) else None
+            if taken == 0 or nxt is None or nxt not in UNIT_NAMES:
+                break
+            text += f" per {tokens[i + 1].text}"
+            break
+        text += " " + tokens[i].text
+        taken += 1
+        if tokens[i].stop:
+            break
+        i += 1
+    return text
+
+
+def _restatements(values: list[str]) -> bool:
+    """Whether every candidate states the same number (``18``, ``$18``, ``18 dollars``)."""
+    numbers = set()
+    for v in values:
+        bare, _unit = split_unit(canonical(v))
+        parsed = parse_number(bare)
+        if parsed is None:
+            return False
+        numbers.add(parsed)
+    return len(numbers) == 1
