@@ -63,6 +63,10 @@ def _squeeze_spaces(s: str) -> str:
     return re.sub(r"(?<=.) (?=.)", keep, s)
 
 
+# "2(5)" is 2·5. The LaTeX parser reads a number before a bracket as a sum (2(5) -> 7), so the
+# product is written out: "2(5)", "(2)(5)" and "3(x+1)" become products.
+_JUXTAPOSED = re.compile(r"(?<=[\d)])\s*\((?!\s*[,)])")
+
 _EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")
 
 
@@ -89,6 +93,7 @@ def canonical(text: str) -> str:
     s = s.replace("\\$", "").replace("$", "")
     s = re.sub(r"(?<!\\)%", r"\\%", s)
     s = _squeeze_spaces(s)
+    s = _JUXTAPOSED.sub(r"\\cdot(", s)
     while s.endswith("."):
         s = s[:-1].rstrip()  # "18." ends a sentence; no answer ends in a decimal point
     s = notation.joined_values(s)

@@ -11,6 +11,7 @@ exploit_corpus.py`` holds completions that try each class.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from reward_server.protocol import Reason
@@ -296,6 +297,23 @@ def equation_sides(s: str) -> list[str] | None:
     list (``x=1, x=2``: its items are compared one by one)."""
     split = _split_equation(s)
     return None if split is None else split[1]
+
+
+_COMMAND_OR_TEXT = re.compile(r"\\(?:text|mathrm|mbox|operatorname)\{[^{}]*\}|\\[A-Za-z]+")
+
+
+def checked_steps(sides: list[str]) -> list[tuple[str, str]]:
+    """The steps of a calculation that must hold: consecutive sides with no unknown in them.
+
+    A side with an unknown is a formula (``P = 2l + 2w = 2(5) + 2(3) = 16``, ``-\\frac{b}{a} =
+    5``): whether it holds depends on the question, which the grader does not see. Steps
+    between numbers are checked (``20 - 7 = 12`` is false), and the last side is the value."""
+    return [(a, b) for a, b in itertools.pairwise(sides) if not (_unknown(a) or _unknown(b))]
+
+
+def _unknown(side: str) -> bool:
+    """A letter other than the constants e and i, outside commands and text (units)."""
+    return re.search(r"[A-Za-df-hj-z]", _COMMAND_OR_TEXT.sub(" ", side)) is not None
 
 
 def equation_label(s: str) -> str | None:

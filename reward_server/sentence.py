@@ -413,7 +413,8 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
         return
     if w1 == "of" and w2 == "total":
         return
-    if w1 in _CONTEXT_BEFORE or (w1 in _ADJECTIVES and w2 in _CONTEXT_BEFORE):
+    gerund = w1 is not None and w1.endswith("ing") and w2 in _PREPOSITIONS  # "by selling 9"
+    if w1 in _CONTEXT_BEFORE or ((w1 in _ADJECTIVES or gerund) and w2 in _CONTEXT_BEFORE):
         run.context = True
         run.weak = w1 not in _CONDITIONS
     # "one of them", "one another": a pronoun, not the number 1

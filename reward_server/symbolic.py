@@ -32,7 +32,7 @@ from sympy import (
     UnevaluatedExpr,
 )
 
-from reward_server.policy import congruence, equation_sides
+from reward_server.policy import checked_steps, congruence, equation_sides
 from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
         return _congruence(*modular, reference)  # type: ignore[arg-type]
     sides = equation_sides(answer) if "=" not in reference else None
     if sides is not None and len(sides) > 1 and all(sides):
-        for left, right in itertools.pairwise(sides):
+        for left, right in checked_steps(sides):
             equal, reason = _one_symbolic(left, right)
             if not equal:
                 return False, Reason.FALSE_EQUATION if reason == Reason.NOT_EQUIVALENT else reason

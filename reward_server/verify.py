@@ -177,11 +177,11 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
             return answer, reference  # "\cos x = ..." against "\sin x = ...": whole relations
         answer, reference = sides[0], ref_sides[0]  # "y = 2x+1" against "f(x) = 2x+1"
     elif sides is not None and ref_sides is None:
-        for left, right in itertools.pairwise(sides):
-            if fast_equivalent(left, right) is False:
-                return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
-        if len(sides) > 1 and not all(fast_equivalent(x, y) for x, y in itertools.pairwise(sides)):
-            return answer, reference  # "20 - 8 = 12": the pool checks every step
+        steps = policy.checked_steps(sides)
+        if any(fast_equivalent(left, right) is False for left, right in steps):
+            return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
+        if not all(fast_equivalent(left, right) for left, right in steps):
+            return answer, reference  # "\\sqrt{9+16} = 5": the pool checks every step
         answer = sides[-1]
     value, unit = policy.split_unit(answer)
     ref_value, ref_unit = policy.split_unit(reference)
