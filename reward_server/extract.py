@@ -189,13 +189,18 @@ def boxes(text: str) -> list[tuple[int, int, str]]:
 
 
 def _unwrap_delims(text: str) -> str:
+    """Drop math delimiters around the whole text, never around two formulas: in ``$9$ eggs,
+    so $18$`` the dollar signs at both ends belong to different formulas."""
     changed = True
     while changed:
         changed = False
         for left, right in _MATH_DELIMS:
             long_enough = len(text) >= len(left) + len(right)
             if long_enough and text.startswith(left) and text.endswith(right):
-                text = text[len(left) : len(text) - len(right)].strip()
+                inner = text[len(left) : len(text) - len(right)]
+                if left.startswith("$") and re.search(r"(?<!\\)\$", inner):
+                    continue
+                text = inner.strip()
                 changed = True
     return text
 

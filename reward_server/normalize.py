@@ -30,8 +30,10 @@ from reward_server.policy import MATH_WORDS, NUMERIC_MULTIPLIERS, number_word_va
 _MAX_EXPONENT = 1000
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
 
+# "The final answer is", "Answer:", and the "####" of GSM8K or a markdown heading before it.
 _ANSWER_PREFIX = re.compile(
-    r"^\s*(?:the\s+)?(?:final\s+)?answer\b(?:\s+is)?\s*[:=]?\s*", re.IGNORECASE
+    r"^\s*(?:#{1,6}\s*)?(?:(?:the\s+)?(?:final\s+)?answer\b(?:\s+is)?\s*[:=]?\s*)?",
+    re.IGNORECASE,
 )
 _SIZE_CMDS = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big)(?![A-Za-z])")
 _SPACING = re.compile(r"\\(?:displaystyle|textstyle|quad|qquad)(?![A-Za-z])|(?<!\\)\\[,;: ]|~")
@@ -65,7 +67,7 @@ def _squeeze_spaces(s: str) -> str:
 
 # "2(5)" is 2·5. The LaTeX parser reads a number before a bracket as a sum (2(5) -> 7), so the
 # product is written out: "2(5)", "(2)(5)" and "3(x+1)" become products.
-_JUXTAPOSED = re.compile(r"(?<=[\d)])\s*\((?!\s*[,)])")
+_JUXTAPOSED = re.compile(r"(?:(?<=[\d)])|(?<=\\pi))\s*\((?!\s*[,)])")
 
 _EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")
 
@@ -216,11 +218,15 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
 
     m = _NUMBER.match(s)
     if not m or m.end() == 0:
-        return None
+        calculated = arithmetic(s) if s.startswith("(") else None  # "(3+4)\\cdot 2"
+        return None if calculated is None else (calculated, percent)
     value = _decimal_value(m)
     if value is None:
         return None
     rest = s[m.end() :]
+    if rest[:1] in _OPERATOR_START or rest.startswith(("\\times", "\\cdot", "\\div")):
+        calculated = arithmetic(s)  # "16-3-4", "9\\times2": a calculation with numbers only
+        return None if calculated is None else (calculated, percent)
     if rest.endswith("\\%"):
         rest, percent = rest[:-2].rstrip(), True
     word = re.sub(r"^\\text\{\s*([A-Za-z]+)\s*\}$", r"\1", rest.strip()).lower()
@@ -229,6 +235,82 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
     if rest and not _is_unit_suffix(rest):
         return None
     return value, percent
+
+
+# ---------------------------------------------------------------- arithmetic
+
+_OPERATOR_START = frozenset("+-*/^×÷")
+_ARITH_TOKEN = re.compile(
+    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<op>\\times|\\cdot|\\div|[-+*/^×÷()]|\{|\}))"
+)
+_MAX_POWER = 100  # exponents of a calculation in an answer; the cost guard bounds the rest
+_MAX_DIGITS = 1000
+
+
+def arithmetic(s: str) -> Fraction | None:
+    """The exact value of a calculation with numbers only (``16-3-4``, ``9\\times2``,
+    ``(3+4)\\cdot 2``, ``2^{10}``), or None for anything else. A small recursive-descent
+    parser over exact rationals: never ``eval``, bounded by the length of ``s``."""
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(s):
+        m = _ARITH_TOKEN.match(s, pos)
+        if m is None:
+            if s[pos:].strip() == "":
+                break
+            return None
+        tokens.append(m.group("num") or m.group("op"))
+        pos = m.end()
+    if not tokens or len(tokens) > 200:
+        return None
+    try:
+        value, rest = _sum(tokens, 0)
+    except (ArithmeticError, ValueError, IndexError, RecursionError):
+        return None
+    return value if rest == len(tokens) else None
+
+
+def _sum(t: list[str], i: int) -> tuple[Fraction, int]:
+    value, i = _product(t, i)
+    while i < len(t) and t[i] in ("+", "-"):
+        right, j = _product(t, i + 1)
+        value, i = (value + right if t[i] == "+" else value - right), j
+    return value, i
+
+
+def _product(t: list[str], i: int) -> tuple[Fraction, int]:
+    value, i = _power(t, i)
+    while i < len(t) and t[i] in ("*", "/", "\\times", "\\cdot", "\\div", "×", "÷"):
+        right, j = _power(t, i + 1)
+        value, i = (value / right if t[i] in ("/", "\\div", "÷") else value * right), j
+    return value, i
+
+
+def _power(t: list[str], i: int) -> tuple[Fraction, int]:
+    base, i = _atom(t, i)
+    if i < len(t) and t[i] == "^":
+        exponent, i = _atom(t, i + 1)
+        if exponent.denominator != 1 or abs(exponent) > _MAX_POWER:
+            raise ValueError("exponent out of range")
+        base = base ** int(exponent)
+        if len(str(base.numerator)) + len(str(base.denominator)) > _MAX_DIGITS:
+            raise ValueError("too large")
+    return base, i
+
+
+def _atom(t: list[str], i: int) -> tuple[Fraction, int]:
+    if t[i] == "-":
+        value, i = _atom(t, i + 1)
+        return -value, i
+    if t[i] in ("(", "{"):
+        closer = ")" if t[i] == "(" else "}"
+        value, j = _sum(t, i + 1)
+        if j >= len(t) or t[j] != closer:
+            raise ValueError("unbalanced")
+        return value, j + 1
+    if t[i][0].isdigit():
+        return Fraction(t[i]), i + 1
+    raise ValueError(f"unexpected {t[i]}")
 
 
 def _numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool]) -> bool:

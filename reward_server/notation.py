@@ -41,7 +41,7 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), Non
 _SPACES = dict.fromkeys(map(ord, "\u00a0\u2007\u202f\u2009\u200a\u3000"), " ")
 # "√2", "2√3", "√(x+1)": the radicand is a number, a letter or a bracketed group.
 _SQRT = re.compile(r"\u221a\s*(\d+(?:\.\d+)?|[A-Za-z]|\([^()]*\)|\{[^{}]*\})")
-_MARKDOWN = re.compile(r"^(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1$")
+_MARKDOWN = re.compile(r"^(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1$")
 
 
 # Bold anywhere ("**Answer:** 18"): a pair of markers around text, never "2**3" between digits.
@@ -96,13 +96,22 @@ _PM = re.compile(r"^(?P<a>[^=,]*?)\s*\\pm(?![A-Za-z])\s*(?P<b>[^=,]+)$")
 
 
 def plus_minus(s: str) -> str:
-    """``\\pm 2`` -> ``2, -2``; ``1 \\pm \\sqrt{2}`` -> ``1+\\sqrt{2}, 1-\\sqrt{2}`` (one top-level
-    ``\\pm`` only; inside a fraction it is left to math-verify)."""
+    """``\\pm 2`` -> ``2, -2``; ``1 \\pm \\sqrt{2}`` -> ``1+\\sqrt{2}, 1-\\sqrt{2}``;
+    ``\\frac{-1 \\pm \\sqrt{5}}{2}`` -> the two fractions; ``x = 1 \\pm \\sqrt{2}`` -> ``x =
+    1+\\sqrt{2}, x = 1-\\sqrt{2}`` (one ``\\pm`` only)."""
     if len(_PM_CMD.findall(s)) != 1:
         return s
+    name, eq, rest = s.partition("=")
+    if eq and VARIABLE.fullmatch(name.strip()) and "=" not in rest:
+        values = plus_minus(rest.strip())
+        if values != rest.strip():
+            return ", ".join(f"{name.strip()} = {v}" for v in values.split(", "))
     m = _PM.match(s)
     if m is None or m.group("a").count("{") != m.group("a").count("}"):
-        return s
+        # Inside a fraction or a root: the two values with + and with - in its place.
+        if "=" in s or "," in s:
+            return s
+        return f"{_PM_CMD.sub('+', s)}, {_PM_CMD.sub('-', s)}"
     a, b = m.group("a").strip(), m.group("b").strip()
     if a.endswith("="):
         return s
@@ -118,7 +127,8 @@ _REL_SPELLINGS = (
     (re.compile(r"\\gt(?![A-Za-z])"), ">"),
     (re.compile(r"<=|=<|\\leq(?:q|slant)?(?![A-Za-z])|\\leqslant|\u2a7d"), r"\\le "),
     (re.compile(r">=|\\geq(?:q|slant)?(?![A-Za-z])|\\geqslant|\u2a7e"), r"\\ge "),
-    (re.compile(r"!=|\\neq(?![A-Za-z])|\\ne(?![A-Za-z])"), r"\\ne "),
+    # "x != 5"; but "5! = 120" is a factorial, also once its spaces are gone
+    (re.compile(r"(?<![\d)}!])!=|\\neq(?![A-Za-z])|\\ne(?![A-Za-z])"), r"\\ne "),
 )
 _REL = r"(?:\\leq?slant|\\leq?|\\geq?slant|\\geq?|<|>)"
 _VAR = r"[A-Za-z]"

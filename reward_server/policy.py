@@ -245,8 +245,8 @@ def split_unit(s: str) -> tuple[str, str | None]:
     if m is None:
         return s, None
     word, value = m.group("u"), s[: m.start()].strip()
-    if not value or value.endswith("\\") or re.search(r"\\[A-Za-z]*$", value):
-        return s, None
+    if not value or value.endswith("\\") or re.search(r"\\(?!pi$)[A-Za-z]*$", value):
+        return s, None  # "\sqrt x" has no unit; "10\pi cm" has one
     lw = word.lower()
     glued = not m.group("sep")
     if lw in MATH_WORDS or lw in MULTIPLIERS or (glued and not value[-1].isdigit()):
@@ -308,11 +308,12 @@ def checked_steps(sides: list[str]) -> list[tuple[str, str]]:
     A side with an unknown is a formula (``P = 2l + 2w = 2(5) + 2(3) = 16``, ``-\\frac{b}{a} =
     5``): whether it holds depends on the question, which the grader does not see. Steps
     between numbers are checked (``20 - 7 = 12`` is false), and the last side is the value."""
-    return [(a, b) for a, b in itertools.pairwise(sides) if not (_unknown(a) or _unknown(b))]
+    values = [split_unit(side)[0] for side in sides]  # "5 + 7 = 12 apples": the step is 5+7=12
+    return [(a, b) for a, b in itertools.pairwise(values) if not (_unknown(a) or _unknown(b))]
 
 
 def _unknown(side: str) -> bool:
-    """A letter other than the constants e and i, outside commands and text (units)."""
+    """A letter other than the constants e and i, outside commands and text."""
     return re.search(r"[A-Za-df-hj-z]", _COMMAND_OR_TEXT.sub(" ", side)) is not None
 
 

@@ -29,8 +29,15 @@ import re
 from dataclasses import dataclass
 
 from reward_server import notation
-from reward_server.normalize import canonical, parse_number
-from reward_server.policy import NEGATIONS, UNIT_NAMES, number_word_value, split_unit
+from reward_server.normalize import canonical, fast_equivalent
+from reward_server.policy import (
+    NEGATIONS,
+    UNIT_NAMES,
+    checked_steps,
+    equation_sides,
+    number_word_value,
+    split_unit,
+)
 from reward_server.protocol import Reason
 
 
@@ -94,7 +101,7 @@ _FILLERS = _words(
 # A conclusion: the numbers before it are the working, the value comes after it.
 _CONCLUSIONS = _words(
     "so therefore thus hence consequently giving making leaving yielding totaling totalling "
-    "gives means"
+    "gives means which"
 )
 # A word that stated a candidate before a conclusion makes it a second answer ("the answer is
 # 20, so 18").
@@ -113,7 +120,8 @@ _NOT_UNITS = (
         "and or but so then than more less fewer left total altogether a an to is are was were "
         "will would can could should must has have had do does did she he they it we you i "
         "who which that what as while overall only also now still already today yesterday "
-        "tomorrow respectively instead apiece per"
+        "tomorrow respectively instead apiece per long wide tall high deep thick old away apart "
+        "later ago early late together combined ie eg namely"
     )
 )
 _JOINERS = frozenset({"and", "or", "&"})
@@ -242,9 +250,14 @@ def _classify(chunk: str) -> list[_Token]:
         if chunk[-1] in ".,;:!?" and not stop:
             stop = chunk[-1]
         chunk = chunk[:-1]
-    bare = chunk.strip("(\"“‘'")
-    if bare.endswith(")") and "(" not in bare:
-        bare = bare[:-1]
+    if chunk.lower() in ("i.e", "e.g"):  # "i.e." and "e.g." are words, not math
+        return [_Token("word", chunk.replace(".", ""), stop)]
+    # A bracket that opens before the chunk or closes after it: "(that is, 0.5)".
+    while chunk.endswith(")") and chunk.count(")") > chunk.count("("):
+        chunk = chunk[:-1]
+    while chunk.startswith("(") and chunk.count("(") > chunk.count(")"):
+        chunk = chunk[1:]
+    bare = chunk.strip("\"“‘'")
     if _WORD.fullmatch(bare) and (len(bare) > 1 or bare in ("a", "A", "I")):
         kind = "num" if number_word_value(bare) is not None else "word"
         return [_Token(kind, bare, stop)]
@@ -373,14 +386,28 @@ def read(text: str) -> Reading:
         if _RANGE.match(run.text) or run.text.startswith(("\\approx", "\\sim", "~", "\u2248")):
             run.hedged = True
         _mark_context(run, tokens, words)
+    _mark_conditions(runs, tokens, words)
     _mark_subject(runs, tokens, words)
     if _mark_premises(runs, tokens, words):
         return Reading(None, Reason.SEVERAL_CANDIDATES)
 
+    if any(_false_step(r.text) for r in runs if r.context):
+        return Reading(None, Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
     candidates = [r for r in runs if not r.context and (r.value or _after_copula(r, words))]
-    values = [r for r in runs if r.value]
-    if not candidates and len(values) == 1 and values[0].weak and not values[0].hedged:
-        candidates = values  # the only number of the sentence: "the car travels at 60 mph"
+    for prev, run in itertools.pairwise(runs):  # "(B) and (D)": names listed after a copula
+        listed = all(g in _JOINERS or g == "," for g in _between(prev, run, tokens, words))
+        if prev in candidates and run not in candidates and not run.context and listed:
+            candidates.append(run)
+    weak = [r for r in runs if r.value and r.weak and not r.hedged]
+    if not candidates and len(weak) == 1:
+        # The only number the sentence states, after a preposition: "the car travels at 60
+        # mph", "…, leaving him with 5 apples".
+        candidates = weak
+    differences = [r for r in candidates if _comparative(r, tokens, words)]
+    if differences and len(differences) < len(candidates):
+        # "Zoe ran 26 laps, 4 laps more than Tim": the difference is a comparison, not a
+        # second answer; alone ("5 more apples than Tom") it is the value.
+        candidates = [r for r in candidates if r not in differences]
     if any(r.hedged for r in candidates):
         return Reading(None, Reason.HEDGED_ANSWER)
     if any(run.first > 0 and words[run.first - 1] in _OPERATIONS_BEFORE for run in candidates):
@@ -413,7 +440,14 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
         return
     if w1 == "of" and w2 == "total":
         return
-    gerund = w1 is not None and w1.endswith("ing") and w2 in _PREPOSITIONS  # "by selling 9"
+    # "by selling 9", "after spending $12" (never across punctuation, never "making $18")
+    gerund = (
+        w1 is not None
+        and w1.endswith("ing")
+        and w1 not in _CONCLUSIONS
+        and w2 in _PREPOSITIONS
+        and not tokens[run.first - 2].stop
+    )
     if w1 in _CONTEXT_BEFORE or ((w1 in _ADJECTIVES or gerund) and w2 in _CONTEXT_BEFORE):
         run.context = True
         run.weak = w1 not in _CONDITIONS
@@ -429,6 +463,37 @@ def _after_copula(run: _Run, words: list[str | None]) -> bool:
     while i >= 0 and words[i] in _FILLERS:
         i -= 1
     return i >= 0 and words[i] in _COPULAS
+
+
+_COMPARATIVES = _words(
+    "more fewer less longer shorter taller older younger bigger smaller larger higher lower "
+    "heavier lighter faster slower cheaper greater"
+)
+
+
+def _comparative(run: _Run, tokens: list[_Token], words: list[str | None]) -> bool:
+    """``4 laps more than Tim``: the run is a difference, a comparative and "than" follow it."""
+    ahead = words[run.last + 1 : run.last + 6]
+    for i, w in enumerate(ahead):
+        if w in _COMPARATIVES:
+            return "than" in ahead[i + 1 : i + 3]
+        if w is None or tokens[run.last + 1 + i].stop:
+            return False
+    return False
+
+
+def _mark_conditions(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> None:
+    """A clause that opens with a condition ("if each of the 5 workers paints 4 walls, …",
+    "given that each bag has 6 candies, …") is context up to its punctuation."""
+    start = None
+    for i, tok in enumerate(tokens):
+        if words[i] in _CONDITIONS and (i == 0 or tokens[i - 1].stop):
+            start = i
+        if start is not None and tok.stop in (",", ";", ".", ":", "!", "?"):
+            for run in runs:
+                if start < run.first and run.last <= i:
+                    run.context, run.weak = True, False
+            start = None
 
 
 _CLAUSE_WORDS = _words("and but while whereas although though")
@@ -459,7 +524,9 @@ def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | Non
     True when that working already stated an answer (a second candidate)."""
     cut = None
     for i, w in enumerate(words):
-        if w in _CONCLUSIONS and any(r.first > i and r.value and not r.context for r in runs):
+        if w in _CONCLUSIONS and any(
+            r.first > i and r.value and (r.weak or not r.context) for r in runs
+        ):
             cut = i
     if cut is None:
         return False
@@ -505,8 +572,11 @@ def _joined_by(group: list[_Run], tokens: list[_Token], words: list[str | None],
 
 def _with_unit(run: _Run, tokens: list[_Token], words: list[str | None]) -> str:
     """The run and the unit words right after it: ``18 apples``, ``24 square units``, ``60
-    miles per hour``; at most two words, never a function word."""
+    miles per hour``; at most two words, never a function word. A number word is written in
+    digits (``two dozen`` -> ``2 dozen``)."""
     text, i, taken = run.text, run.last + 1, 0
+    if tokens[run.first].kind == "num":
+        text = str(number_word_value(text))
     if tokens[run.last].stop:
         return text
     while i < len(tokens) and taken < 2:
@@ -527,13 +597,18 @@ def _with_unit(run: _Run, tokens: list[_Token], words: list[str | None]) -> str:
     return text
 
 
+def _false_step(text: str) -> bool:
+    """A calculation in the working with a step between numbers that does not hold."""
+    if "=" not in text:
+        return False
+    sides = equation_sides(canonical(text))
+    return sides is not None and any(
+        fast_equivalent(a, b) is False for a, b in checked_steps(sides)
+    )
+
+
 def _restatements(values: list[str]) -> bool:
-    """Whether every candidate states the same number (``18``, ``$18``, ``18 dollars``)."""
-    numbers = set()
-    for v in values:
-        bare, _unit = split_unit(canonical(v))
-        parsed = parse_number(bare)
-        if parsed is None:
-            return False
-        numbers.add(parsed)
-    return len(numbers) == 1
+    """Whether every candidate states the first one's value, by the exact rules (``18``,
+    ``$18``, ``18 dollars``; ``\\frac{3}{4}`` and ``0.75``; ``0.25`` and ``25%``)."""
+    first = split_unit(canonical(values[0]))[0]
+    return all(fast_equivalent(split_unit(canonical(v))[0], first) for v in values[1:])

@@ -180,17 +180,30 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
         steps = policy.checked_steps(sides)
         if any(fast_equivalent(left, right) is False for left, right in steps):
             return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
+        mismatch = _unit_mismatch(sides[-1], reference)
+        if mismatch is not None:
+            return mismatch
         if not all(fast_equivalent(left, right) for left, right in steps):
-            return answer, reference  # "\\sqrt{9+16} = 5": the pool checks every step
+            # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
+            return " = ".join([*sides[:-1], policy.split_unit(sides[-1])[0]]), reference
         answer = sides[-1]
-    value, unit = policy.split_unit(answer)
-    ref_value, ref_unit = policy.split_unit(reference)
-    if unit is not None and ref_unit is not None and unit != ref_unit:
-        return Verdict(False, Reason.UNIT_MISMATCH)
+    mismatch = _unit_mismatch(answer, reference)
+    if mismatch is not None:
+        return mismatch
+    value, ref_value = policy.split_unit(answer)[0], policy.split_unit(reference)[0]
     decided = fast_equivalent(value, ref_value)
     if decided is None:
         return value, ref_value
     return Verdict(decided, Reason.EQUIVALENT if decided else Reason.NOT_EQUIVALENT)
+
+
+def _unit_mismatch(answer: str, reference: str) -> Verdict | None:
+    """Both have a unit and they differ: ``5 cm`` against ``5 m``, ``18 cents`` against
+    ``\\$18`` (a bare number is read in the reference's unit)."""
+    unit, ref_unit = policy.split_unit(answer)[1], policy.split_unit(reference)[1]
+    if unit is not None and ref_unit is not None and unit != ref_unit:
+        return Verdict(False, Reason.UNIT_MISMATCH)
+    return None
 
 
 def _congruence_value(sides: list[str], modulus: str | None) -> Verdict | str | None:

@@ -192,6 +192,13 @@ def test_look_alikes_are_not_equivalent(answer: str, reference: str) -> None:
         ("3\\frac{3}{4}", Fraction(15, 4), False),
         ("\\frac{6}{-4}", Fraction(-3, 2), False),
         ("10 000", Fraction(10000), False),
+        # a calculation with numbers only is its exact value
+        ("2^{10}", Fraction(1024), False),
+        ("16 - 3 - 4", Fraction(9), False),
+        ("9 \\times 2", Fraction(18), False),
+        ("(3 + 4) \\cdot 2", Fraction(14), False),
+        ("10 / 4", Fraction(5, 2), False),
+        ("2^{-2}", Fraction(1, 4), False),
     ],
 )
 def test_exact_number_parsing(text: str, value: Fraction, percent: bool) -> None:
@@ -200,7 +207,10 @@ def test_exact_number_parsing(text: str, value: Fraction, percent: bool) -> None
 
 @pytest.mark.parametrize(
     "text",
-    ["5x", "x", "1,2", "2^{10}", "\\sqrt{2}", "1/0", "\\frac{1}{0}", "1e100000", "5 pi", "12, 5"],
+    [
+        *("5x", "x", "1,2", "2^{1000}", "\\sqrt{2}", "1/0", "\\frac{1}{0}", "1e100000", "5 pi"),
+        *("12, 5", "3 -", "(2 + 3", "2 3", "5 \\div 0", "2^{x}", "(1, 2)"),
+    ],
 )
 def test_not_a_plain_number(text: str) -> None:
     assert parse_number(canonical(text)) is None
