@@ -44,6 +44,8 @@ _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degrees?(?![A-Za-z])")
 # "18 cents" is not "\\$18" and "30 radians" is not "30^\\circ" (a bare 18 or 30 still is).
 _DEGREES_OF_NUMBER = re.compile(r"(?<=\d)\s*(?:" + _DEGREES.pattern + r")")
 _CURRENCY = re.compile(r"^(?P<sign>-?)\s*\\?\$\s*(?P<number>-?(?:\d[\d,]*(?:\.\d+)?|\.\d+))$")
+# "\text{5 apples}": a number written inside a text command is still the number.
+_NUMBER_IN_TEXT = re.compile(r"\\(?:text|mbox|textrm|mathrm)\{\s*(-?\d[\d,.]*(?:\s+[A-Za-z ]+)?)\}")
 _EMPTY_TEXT = re.compile(r"\\(?:text|mbox|mathrm)\{\s*\}")
 
 
@@ -89,6 +91,7 @@ def canonical(text: str) -> str:
     s = notation.trig_degrees(s)
     s = _DEGREES.sub("", _DEGREES_OF_NUMBER.sub(" degrees", s))
     s = _EMPTY_TEXT.sub("", s)
+    s = _NUMBER_IN_TEXT.sub(r"\1", s)
     s = _EMPTY_SET.sub(r"\\emptyset", s)
     s = s.replace("{,}", ",")
     s = _CURRENCY.sub(r"\g<sign>\g<number> dollars", s.strip())
@@ -98,7 +101,7 @@ def canonical(text: str) -> str:
     s = _JUXTAPOSED.sub(r"\\cdot(", s)
     while s.endswith("."):
         s = s[:-1].rstrip()  # "18." ends a sentence; no answer ends in a decimal point
-    s = notation.joined_values(s)
+    s = notation.joined_values(notation.inequality_union(s))
     s = notation.inequality_interval(s)
     s = notation.plus_minus(s)
     s = notation.backwards_equation(s)

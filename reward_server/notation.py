@@ -143,6 +143,27 @@ _NE = r"\s*\\ne\s*"
 _NOT_EQUAL = re.compile(rf"^(?:{_VAR}{_NE}(?P<b>{_SIDE})|(?P<b2>{_SIDE}){_NE}{_VAR})$")
 
 
+_OR = re.compile(r"\s*(?:\\text\{\s*or\s*\}|(?<![A-Za-z\\])or(?![A-Za-z])|\\lor|\\vee)\s*")
+
+
+def inequality_union(s: str) -> str:
+    """``x < -2 \\text{ or } x > 2`` -> ``(-\\infty, -2)\\cup(2, \\infty)``: one-variable
+    inequalities joined by "or" are the union of their intervals ("and" would intersect them,
+    and is left alone)."""
+    parts = _OR.split(s)
+    if len(parts) < 2 or not re.search(_REL, s):
+        return s
+    intervals = [inequality_interval(p) for p in parts]
+    names = {
+        m.group() for p in parts for m in re.finditer(r"(?<![A-Za-z\\])[A-Za-z](?![A-Za-z])", p)
+    }
+    if len(names) != 1 or any(
+        i == p or i[:1] not in "([" for i, p in zip(intervals, parts, strict=True)
+    ):
+        return s
+    return "\\cup".join(intervals)
+
+
 def relation_spellings(s: str) -> str:
     """``x \\lt 3`` -> ``x<3``, ``x <= 2`` -> ``x\\le 2``, ``x != 5`` -> ``x\\ne 5``."""
     if not any(ch in s for ch in "<>!=\\\u2a7d\u2a7e"):

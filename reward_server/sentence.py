@@ -63,7 +63,8 @@ _NEGATIONS = NEGATIONS | _words(
 # Words that make the whole statement uncertain, wherever they stand.
 _HEDGES = _words(
     "maybe perhaps probably possibly likely unlikely approximate estimate estimated estimation "
-    "guess guessing unsure uncertain somewhere either roughly thereabouts"
+    "guess guessing unsure uncertain somewhere either roughly thereabouts think believe "
+    "seems seem appears suspect"
 )
 # Words that make the number right after them a bound or an approximation of it.
 _APPROXIMATE = _words(
@@ -75,7 +76,7 @@ _APPROXIMATE_PAIRS = frozenset(
 )
 # "18 or more", "18 or so": a bound after the value.
 _OR_BOUND = _words("more less fewer greater higher lower above below over under so")
-_MODAL_HEDGES = frozenset({("could", "be"), ("might", "be"), ("may", "be"), ("must", "be")})
+_MODAL_HEDGES = frozenset({("could", "be"), ("might", "be"), ("may", "be")})
 # A number after one of these is context: "in 3 days", "every 2 days", "the 3 friends", "if
 # x = 2". "of" after "total" is not ("a total of 18" states 18).
 _PREPOSITIONS = _words(
@@ -101,7 +102,7 @@ _FILLERS = _words(
 # A conclusion: the numbers before it are the working, the value comes after it.
 _CONCLUSIONS = _words(
     "so therefore thus hence consequently giving making leaving yielding totaling totalling "
-    "gives means which"
+    "gives means"
 )
 # A word that stated a candidate before a conclusion makes it a second answer ("the answer is
 # 20, so 18").
@@ -519,12 +520,21 @@ def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None
             return
 
 
+_WHICH_VERBS = _COPULAS | _words("makes gives leaves means totals brings comes adds")
+
+
 def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> bool:
     """Numbers before the last conclusion word that a value follows are the working. Returns
     True when that working already stated an answer (a second candidate)."""
     cut = None
     for i, w in enumerate(words):
-        if w in _CONCLUSIONS and any(
+        following = words[i + 1] if i + 1 < len(words) else None
+        # "…, which is 120 plants" and "…, for a total of 72" conclude as well
+        previous = words[i - 1] if i else None  # "5 of which are red" concludes nothing
+        concluding = (w == "which" and following in _WHICH_VERBS and previous != "of") or (
+            w == "total" and following == "of"
+        )
+        if (w in _CONCLUSIONS or concluding) and any(
             r.first > i and r.value and (r.weak or not r.context) for r in runs
         ):
             cut = i
