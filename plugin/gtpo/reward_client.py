@@ -1,38 +1,49 @@
 """The HTTP client of the GTPO reward server: every reward and verdict the training side reads
-comes through ``RewardClient``.
+comes through this module.
 
-- ``score(prompts, responses, labels, per_request)`` → ``Rewards``: ``POST /get_reward`` in
-  OpenRLHF's request shape, requests sent concurrently (the demo trainer, a TRL trainer);
-- ``verdicts(queries, prompts, labels)``: the full per-item verdicts of ``POST /v1/score`` in
-  concurrent batches (``gtpo eval``);
-- ``equivalent``, ``find_match`` and ``group``: answer equivalence as the server judges it
-  (``POST /v1/equivalent``; maj@k groups answers with it);
-- ``wait_ready``: block until ``GET /readyz`` answers 200.
+- ``RewardClient`` (threads; the demo, ``gtpo eval``, TRL's ``RewardServerReward``):
+  ``score(prompts, responses, labels, per_request)`` → ``Rewards`` (``POST /get_reward`` in
+  OpenRLHF's request shape, requests sent concurrently); ``verdicts`` (``POST /v1/score``);
+  ``equivalent``, ``find_match`` and ``group`` (``POST /v1/equivalent``, maj@k's grouping);
+  ``wait_ready`` (``GET /readyz``).
+- ``AsyncRewardClient`` (asyncio; GTPO's OpenRLHF rollout actors): ``get_reward(payload)``
+  posts OpenRLHF's ``/get_reward`` body to the endpoint URLs OpenRLHF was given.
 
-Connection errors, timeouts, HTTP 5xx, 408 and 429 are retried with exponential backoff; any
-other failure raises ``RewardServerError`` with a message that says what to change. Results
-always come back in input order, whatever order the answers arrive in. The server may run on
-another host (``http://`` or ``https://``; ``token`` is sent as ``Authorization: Bearer``).
-Standard library HTTP (urllib): the client adds no dependency.
+Both keep one pooled httpx client for their lifetime, so connections are reused (a keep-alive
+connection per concurrent request, not one per request). Both take one server or several
+(``"http://a:8000,http://b:8000"`` or a list): each request starts at the next server in turn
+(`ServerRotation`), and a failure that a later attempt may not get (a connection error, a
+timeout, HTTP 5xx, 408 or 429: ``retryable_status``) moves it to the next server at once. When
+every server of a round has failed, the request waits (backoff 0.5 s, doubled up to 8 s) and
+starts another round, until ``retry_for_s`` seconds have passed since its first attempt; then it
+raises ``RewardServerError`` naming the servers. A request the server refuses (any other 4xx)
+or an answer outside the protocol raises at once: retrying cannot fix it. Results come back in
+input order, whatever order the answers arrive in. Outages are logged once when they start,
+every 30 s while they last and once when they end (`OutageLog`), not once per request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import logging
 import re
 import subprocess
+import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 log = logging.getLogger(__name__)
 
-FIRST_BACKOFF_S = 0.5  # then doubled after each failed attempt
+FIRST_BACKOFF_S = 0.5  # then doubled after each failed round, up to MAX_BACKOFF_S
+MAX_BACKOFF_S = 8.0
+OUTAGE_LOG_EVERY_S = 30.0
 _START_HINT = "start it with: gtpo-reward-server --port PORT"
 
 
@@ -61,47 +72,175 @@ class Rewards:
 def backoff_delays(
     first_s: float = FIRST_BACKOFF_S, max_s: float = float("inf")
 ) -> Iterator[float]:
-    """The waits between attempts of one request: ``first_s``, doubled each time, at most
-    ``max_s`` (exponential backoff, so that a restarting server is not hammered)."""
+    """The waits between rounds of attempts: ``first_s``, doubled each time, at most ``max_s``
+    (exponential backoff, so that a restarting server is not hammered)."""
     delay = first_s
     while True:
         yield delay
         delay = min(2 * delay, max_s)
 
 
-class RewardClient:
-    """Client of one reward server at ``url`` (``http(s)://host:port``, no path).
+def server_urls(urls: str | Sequence[str]) -> tuple[str, ...]:
+    """The servers of one reward service: a list, or one string of comma-separated URLs (the
+    spelling of OpenRLHF's --reward.remote_url). Each must start with http:// or https://."""
+    items = urls.split(",") if isinstance(urls, str) else list(urls)
+    out = tuple(u.strip().rstrip("/") for u in items if u.strip())
+    if not out:
+        raise ValueError(f"no reward server URL in {urls!r}")
+    for url in out:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"reward URL must start with http:// or https://, got {url!r}")
+    return out
 
-    ``retries`` extra attempts per request (backoff 0.5 s, 1 s, 2 s, ...); ``timeout_s`` per
-    attempt. ``concurrency`` requests run at once; ``batch_size`` items go in one ``/v1/score``
-    or ``/v1/equivalent`` request. Use as a context manager, or call ``close()``.
+
+class ServerRotation:
+    """Which server each attempt of a request goes to, and how long it waits first.
+
+    Request k starts at server k mod n (round robin, as OpenRLHF rotates its remote URLs); a
+    failed attempt moves on to the next server at once; after a full round of failures the
+    request waits the next backoff delay. Thread- and task-safe (one shared counter).
+    """
+
+    def __init__(self, urls: Sequence[str]) -> None:
+        self.urls = tuple(urls)
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+
+    def attempts(self, retry_for_s: float) -> Iterator[tuple[str, float]]:
+        """(url, seconds to wait before trying it), until ``retry_for_s`` seconds have passed
+        since the first attempt (which is always made). The caller stops iterating on success.
+        """
+        with self._lock:
+            start = next(self._next)
+        n = len(self.urls)
+        delays = backoff_delays(FIRST_BACKOFF_S, MAX_BACKOFF_S)
+        started = time.monotonic()
+        for k in itertools.count():
+            wait = next(delays) if k and k % n == 0 else 0.0
+            if k and time.monotonic() - started + wait > retry_for_s:
+                return
+            yield self.urls[(start + k) % n], wait
+
+
+class OutageLog:
+    """One warning when a server stops answering, one every 30 s while it stays down, one when
+    it answers again. Concurrent requests retry on their own; without this a restart would
+    print one line per request per attempt."""
+
+    def __init__(self) -> None:
+        self._down_since: dict[str, float] = {}
+        self._last_warning: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def failed(self, url: str, error: str, retry_for_s: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            since = self._down_since.setdefault(url, now)
+            if now - self._last_warning.get(url, -OUTAGE_LOG_EVERY_S) < OUTAGE_LOG_EVERY_S:
+                return
+            self._last_warning[url] = now
+        log.warning(
+            "reward server %s unreachable for %.0f s (%s); retrying for up to %.0f s",
+            url, now - since, error, retry_for_s,
+        )  # fmt: skip
+
+    def succeeded(self, url: str) -> None:
+        with self._lock:
+            since = self._down_since.pop(url, None)
+            self._last_warning.pop(url, None)
+        if since is not None:
+            log.warning(
+                "reward server %s answers again after %.1f s", url, time.monotonic() - since
+            )
+
+
+class _Retry(Exception):
+    """An attempt failed in a way the next attempt may not (the message says how)."""
+
+
+_REFUSAL_HINTS = {401: " (set --reward-token or GTPO_RS_API_TOKEN)", 413: " (send smaller batches)"}
+
+
+def _decode(url: str, status: int, text: str) -> Any:
+    """The JSON answer of one attempt; raises _Retry or, for a refusal, RewardServerError."""
+    if retryable_status(status):
+        raise _Retry(f"HTTP {status}")
+    if status >= 400:
+        detail = text.strip().splitlines()[:1]
+        raise RewardServerError(
+            f"reward server {url} refused the request: HTTP {status} "
+            f"{detail[0][:300] if detail else ''}".rstrip()
+            + _REFUSAL_HINTS.get(status, "")
+        )
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise RewardServerError(f"reward server {url} answered non-JSON: {exc}") from None
+
+
+def _transport_error(exc: httpx.TransportError) -> str:
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
+def _gave_up(urls: Sequence[str], started: float, attempts: int, last: str, hint: str) -> str:
+    return (
+        f"reward server {', '.join(urls)} did not answer for {time.monotonic() - started:.0f} s "
+        f"({attempts} attempts, last: {last}); {hint}"
+    )
+
+
+class RewardClient:
+    """Client of one reward service at ``url`` (``http(s)://host:port``, no path; several
+    servers comma-separated or as a list).
+
+    ``timeout_s`` per attempt; retryable failures are retried for ``retry_for_s`` seconds (see
+    the module). ``concurrency`` requests run at once, over as many pooled connections;
+    ``batch_size`` items go in one ``/v1/score`` or ``/v1/equivalent`` request. ``hint`` ends
+    the message of a request that ran out of time. Use as a context manager, or call
+    ``close()``.
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         token: str | None = None,
         timeout_s: float = 120.0,
-        retries: int = 4,
+        retry_for_s: float = 30.0,
         batch_size: int = 64,
         concurrency: int = 8,
+        hint: str = f"is the reward server running? ({_START_HINT}, or check --reward-url)",
     ) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"reward URL must start with http:// or https://, got {url!r}")
-        if batch_size < 1 or concurrency < 1 or retries < 0:
-            raise ValueError("batch_size and concurrency must be >= 1 and retries >= 0")
-        self.url = url.rstrip("/")
-        self.token = token
-        self.timeout_s = timeout_s
-        self.retries = retries
+        if batch_size < 1 or concurrency < 1 or retry_for_s < 0:
+            raise ValueError("batch_size and concurrency must be >= 1 and retry_for_s >= 0")
+        self.servers = ServerRotation(server_urls(url))
+        self.url = self.servers.urls[0]
+        self.retry_for_s = retry_for_s
         self.batch_size = batch_size
         self.concurrency = concurrency
+        self.hint = hint
+        self.outages = OutageLog()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # One connection pool per server (one shared pool would close idle connections to one
+        # server to open them to the next as requests rotate). pool=None: waiting for one of
+        # our own pooled connections is not a server failure.
+        self._http = {
+            url: httpx.Client(
+                headers=headers,
+                timeout=httpx.Timeout(timeout_s, pool=None),
+                limits=httpx.Limits(
+                    max_connections=concurrency, max_keepalive_connections=concurrency
+                ),
+            )
+            for url in self.servers.urls
+        }
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reward")
 
     def close(self) -> None:
-        """Wait for requests in flight and stop the client's threads."""
+        """Wait for requests in flight, stop the client's threads and close its connections."""
         self._pool.shutdown(wait=True)
+        for http in self._http.values():
+            http.close()
 
     def __enter__(self) -> RewardClient:
         return self
@@ -111,66 +250,54 @@ class RewardClient:
 
     # ------------------------------------------------------------------ transport
 
-    def _request(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST ``payload`` as JSON to ``path``; retried as the class says; the decoded answer."""
-        headers = {"Content-Type": "application/json"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        request = urllib.request.Request(
-            self.url + path, data=json.dumps(payload).encode(), headers=headers, method="POST"
-        )
-        delays = backoff_delays()
-        for attempt in range(self.retries + 1):
+    def _request(self, path: str, payload: dict[str, Any]) -> Any:
+        """POST ``payload`` as JSON to ``path``, retried and failed over as the module says."""
+        started = time.monotonic()
+        last, attempts = "no attempt", 0
+        for url, wait in self.servers.attempts(self.retry_for_s):
+            if wait:
+                time.sleep(wait)
+            attempts += 1
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as err:
-                detail = err.read().decode(errors="replace")[:500]
-                if not retryable_status(err.code):
-                    hint = {
-                        401: " (set --reward-token or GTPO_RS_API_TOKEN)",
-                        413: " (lower --score-batch-size)",
-                    }.get(err.code, "")
-                    raise RewardServerError(
-                        f"{self.url}{path} answered {err.code}: {detail}{hint}"
-                    ) from None
-                problem = f"HTTP {err.code}: {detail}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
-                problem = str(getattr(err, "reason", err))
-            if attempt < self.retries:
-                delay = next(delays)
-                log.warning("%s%s failed (%s); retry in %.1f s", self.url, path, problem, delay)
-                time.sleep(delay)
-        raise RewardServerError(
-            f"{self.url}{path} failed after {self.retries + 1} attempts ({problem}); is the "
-            f"reward server running? ({_START_HINT}, or check --reward-url)"
-        )
+                response = self._http[url].post(url + path, json=payload)
+                answer = _decode(url + path, response.status_code, response.text)
+            except _Retry as exc:
+                last = str(exc)
+            except httpx.TransportError as exc:
+                last = _transport_error(exc)
+            else:
+                self.outages.succeeded(url)
+                return answer
+            self.outages.failed(url, last, self.retry_for_s)
+        raise RewardServerError(_gave_up(self.servers.urls, started, attempts, last, self.hint))
 
     def wait_ready(self, timeout_s: float = 120.0, proc: subprocess.Popen | None = None) -> None:
-        """Block until ``GET /readyz`` says ready (the verification workers are warm).
+        """Block until ``GET /readyz`` says ready on every server (verification workers warm).
 
         ``proc``: the server's process when this program started it; its exit fails at once.
         """
         deadline = time.monotonic() + timeout_s
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                raise RewardServerError(
-                    f"the reward server exited with code {proc.returncode} before it was ready; "
-                    "see its log"
-                )
-            try:
-                with urllib.request.urlopen(self.url + "/readyz", timeout=2.0) as response:
-                    if response.status == 200:
-                        return
-            except urllib.error.HTTPError as err:
-                last = f"HTTP {err.code} {err.read().decode(errors='replace')[:200]}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
-                last = str(getattr(err, "reason", err))
-            time.sleep(0.1)
-        raise RewardServerError(
-            f"reward server at {self.url} not ready after {timeout_s:.0f} s ({last}); {_START_HINT}"
-        )
+        for url in self.servers.urls:
+            last = "no answer"
+            while True:
+                if proc is not None and proc.poll() is not None:
+                    raise RewardServerError(
+                        f"the reward server exited with code {proc.returncode} before it was "
+                        "ready; see its log"
+                    )
+                try:
+                    response = self._http[url].get(url + "/readyz", timeout=2.0)
+                    if response.status_code == 200:
+                        break
+                    last = f"HTTP {response.status_code} {response.text[:200]}"
+                except httpx.TransportError as exc:
+                    last = _transport_error(exc)
+                if time.monotonic() >= deadline:
+                    raise RewardServerError(
+                        f"reward server at {url} not ready after {timeout_s:.0f} s ({last}); "
+                        f"{_START_HINT}"
+                    )
+                time.sleep(0.1)
 
     # ------------------------------------------------------------------ /get_reward
 
@@ -230,7 +357,8 @@ class RewardClient:
 
     def _results(self, path: str, payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
         """The ``results`` list of a POST to ``path``, checked to hold one entry per item."""
-        results = self._request(path, payload).get("results")
+        answer = self._request(path, payload)
+        results = answer.get("results") if isinstance(answer, dict) else None
         if not isinstance(results, list) or len(results) != n:
             raise RewardServerError(
                 f"{self.url}{path} returned {len(results or [])} results for {n} items: is the "
@@ -311,17 +439,99 @@ class RewardClient:
         return out
 
 
+class AsyncRewardClient:
+    """OpenRLHF's ``/get_reward`` call for an asyncio caller (one per rollout actor).
+
+    ``endpoints``: the URLs OpenRLHF posts to (``--reward.remote_url``, path included), one or
+    several. Retries and failover as the module says, for ``retry_for_s`` seconds; each attempt
+    may take ``timeout_s`` (less when the retry budget ends sooner). At most
+    ``max_connections`` requests are in flight per server; the others wait for a pooled
+    connection (that wait is not a server failure and is not timed).
+    """
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str],
+        *,
+        retry_for_s: float,
+        timeout_s: float = 180.0,
+        max_connections: int = 64,
+        hint: str = "check that it is running and reachable",
+    ) -> None:
+        self.servers = ServerRotation(server_urls(endpoints))
+        self.retry_for_s = retry_for_s
+        self.timeout_s = timeout_s
+        self.max_connections = max_connections
+        self.hint = hint
+        self.outages = OutageLog()
+        self._http: dict[str, httpx.AsyncClient] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _client(self, url: str) -> httpx.AsyncClient:
+        # One pool per server, as in RewardClient. An httpx.AsyncClient belongs to the event
+        # loop it first ran in; a Ray async actor has one loop for its life, a test may run
+        # several in turn.
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._http, self._loop = {}, loop
+        if url not in self._http:
+            limits = httpx.Limits(
+                max_connections=self.max_connections,
+                max_keepalive_connections=self.max_connections,
+            )
+            self._http[url] = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
+        return self._http[url]
+
+    async def aclose(self) -> None:
+        for http in self._http.values():
+            await http.aclose()
+        self._http = {}
+
+    async def get_reward(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST ``payload`` (OpenRLHF's /get_reward body); the answer, which holds ``rewards``.
+
+        Raises RewardServerError after ``retry_for_s`` seconds of retryable failures, or at once
+        on a refusal or an answer outside the protocol.
+        """
+        started = time.monotonic()
+        last, attempts = "no attempt", 0
+        for url, wait in self.servers.attempts(self.retry_for_s):
+            if wait:
+                await asyncio.sleep(wait)
+            attempts += 1
+            remaining = self.retry_for_s - (time.monotonic() - started)
+            timeout = httpx.Timeout(max(1.0, min(self.timeout_s, remaining)), pool=None)
+            try:
+                response = await self._client(url).post(url, json=payload, timeout=timeout)
+                answer = _decode(url, response.status_code, response.text)
+            except _Retry as exc:
+                last = str(exc)
+            except httpx.TransportError as exc:
+                last = _transport_error(exc)
+            else:
+                if not isinstance(answer, dict) or "rewards" not in answer:
+                    raise RewardServerError(
+                        f"reward server {url} answered without 'rewards'; it must speak "
+                        "OpenRLHF's /get_reward protocol"
+                    )
+                self.outages.succeeded(url)
+                return answer
+            self.outages.failed(url, last, self.retry_for_s)
+        raise RewardServerError(_gave_up(self.servers.urls, started, attempts, last, self.hint))
+
+
+_REQUESTS_TOTAL = re.compile(r"^gtpo_rs_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
+
+
 def request_count(url: str, route: str = "/get_reward") -> float:
     """Requests served on ``route`` so far, read from the server's Prometheus ``/metrics``."""
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/metrics", timeout=5.0) as response:
-            text = response.read().decode()
-    except (urllib.error.URLError, OSError) as err:
+        text = httpx.get(f"{url.rstrip('/')}/metrics", timeout=5.0).text
+    except httpx.TransportError as err:
         raise RewardServerError(f"GET {url}/metrics failed ({err})") from None
-    pattern = re.compile(r"^gtpo_rs_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
     total = 0.0
     for line in text.splitlines():
-        match = pattern.match(line)
+        match = _REQUESTS_TOTAL.match(line)
         if match and f'route="{route}"' in match["labels"]:
             total += float(match["value"])
     return total

@@ -182,6 +182,6 @@ def test_unreachable_reward_server_fails_with_a_hint() -> None:
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    client = RewardClient(f"http://127.0.0.1:{port}", retries=0)
+    client = RewardClient(f"http://127.0.0.1:{port}", retry_for_s=0)
     with pytest.raises(RewardServerError, match="is the reward server running"):
         client.verdicts_batch(["x"], None, ["1"])

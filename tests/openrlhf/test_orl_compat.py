@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import importlib
+import re
+import tomllib
+from pathlib import Path
 
 import pytest
 import torch
@@ -27,10 +30,33 @@ def test_a_missing_internal_is_named(monkeypatch):
         compat.check_openrlhf()
 
 
-def test_another_release_is_refused_with_the_pin_to_install(monkeypatch):
-    monkeypatch.setattr(compat.metadata, "version", lambda name: "0.12.0")
-    with pytest.raises(compat.OpenRLHFIncompatibleError, match=r"openrlhf>=0.11,<0.12"):
+@pytest.mark.parametrize("version", ["0.11.0", "0.11.1", "0.12.0", "0.10.4", "1.0.0"])
+def test_another_release_is_refused_with_the_pin_to_install(monkeypatch, version):
+    monkeypatch.setattr(compat.metadata, "version", lambda name: version)
+    pin = re.escape("openrlhf[vllm]>=0.11.2,<0.12")
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=rf"found {version}.*{pin}"):
         compat.check_openrlhf()
+
+
+@pytest.mark.parametrize("version", ["0.11.2", "0.11.3", "0.11.2.post1", "0.11.10"])
+def test_a_later_0_11_release_passes_the_version_check(monkeypatch, version):
+    monkeypatch.setattr(compat.metadata, "version", lambda name: version)
+    assert compat.check_openrlhf() == version
+
+
+def test_the_start_up_check_refuses_what_pyproject_refuses():
+    """pyproject.toml's openrlhf extra is compat.PIN (vLLM included), and its version range is
+    the one check_openrlhf accepts."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (pin,) = project["project"]["optional-dependencies"]["openrlhf"]
+    assert pin == compat.PIN
+    requirement = Requirement(pin)
+    assert requirement.extras == {"vllm"}
+    for version in ["0.10.9", "0.11.0", "0.11.1", "0.11.2", "0.11.7", "0.12.0", "0.13.1"]:
+        accepted = compat.MINIMUM <= compat.release(version) < compat.BELOW
+        assert requirement.specifier.contains(version) == accepted, version
 
 
 def test_launcher_exits_2_when_openrlhf_does_not_fit(monkeypatch, caplog):
@@ -41,7 +67,7 @@ def test_launcher_exits_2_when_openrlhf_does_not_fit(monkeypatch, caplog):
     with pytest.raises(SystemExit) as exit_info:
         main(["--actor.model_name_or_path", "m"])
     assert exit_info.value.code == 2
-    assert "supports OpenRLHF 0.11.x, found 0.10.4" in caplog.text
+    assert "supports OpenRLHF >=0.11.2,<0.12, found 0.10.4" in caplog.text
 
 
 def _resolve(module_name: str, dotted: str):

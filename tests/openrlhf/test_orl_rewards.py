@@ -1,4 +1,5 @@
-"""Reward calls through an outage: OpenRLHF's own client, and GTPO's retrying one.
+"""Reward calls through an outage: OpenRLHF's own client, and GTPO's retrying one (the rollout
+actors' `gtpo.reward_client.AsyncRewardClient`, built by `rollout_reward_client`).
 
 Real reward servers on 127.0.0.1 (`gtpo.local_reward_server.LocalRewardServer`, the same
 `python -m reward_server` a user starts), real OpenRLHF executor classes. Only the vLLM
@@ -20,11 +21,8 @@ import pytest
 agent = pytest.importorskip("openrlhf.utils.agent")
 
 from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
-from gtpo.openrlhf.rewards import (  # noqa: E402
-    RewardServiceUnavailable,
-    post_with_retry,
-    root_message,
-)
+from gtpo.openrlhf.rewards import rollout_reward_client, root_message  # noqa: E402
+from gtpo.reward_client import RewardServerError  # noqa: E402
 
 PROMPT = "What is 3+4?\n"
 RIGHT = "<reasoning>3+4=7</reasoning><answer>7</answer>"
@@ -61,7 +59,8 @@ def late_server(tmp_path):
 def test_retry_waits_for_a_server_that_comes_up(late_server, caplog):
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="gtpo"):
-        answer = asyncio.run(post_with_retry([late_server.url + "/get_reward"], payload(), 60))
+        client = rollout_reward_client([late_server.url + "/get_reward"], 60)
+        answer = asyncio.run(client.get_reward(payload()))
     assert answer["rewards"] == [20.0]  # full format + correct, the paper's scale
     assert time.monotonic() - started >= 3
     assert "unreachable" in caplog.text and "answers again after" in caplog.text
@@ -70,8 +69,8 @@ def test_retry_waits_for_a_server_that_comes_up(late_server, caplog):
 def test_retry_gives_up_after_the_timeout_naming_the_url():
     url = dead_url()
     started = time.monotonic()
-    with pytest.raises(RewardServiceUnavailable) as error:
-        asyncio.run(post_with_retry([url], payload(), 2.0))
+    with pytest.raises(RewardServerError) as error:
+        asyncio.run(rollout_reward_client([url], 2.0).get_reward(payload()))
     elapsed = time.monotonic() - started
     assert 1.0 <= elapsed <= 4.0
     assert url in str(error.value) and "raise --gtpo.reward_timeout" in str(error.value)
@@ -82,8 +81,9 @@ def test_a_refused_request_fails_at_once(tmp_path):
         server.wait()
         bad = {"query": ["q"], "prompts": ["p"]}  # no labels: the server answers 422
         started = time.monotonic()
-        with pytest.raises(RewardServiceUnavailable, match="refused the request: HTTP 422"):
-            asyncio.run(post_with_retry([server.url + "/get_reward"], bad, 60))
+        client = rollout_reward_client([server.url + "/get_reward"], 60)
+        with pytest.raises(RewardServerError, match="refused the request: HTTP 422"):
+            asyncio.run(client.get_reward(bad))
         assert time.monotonic() - started < 5  # not retried for 60 s
 
 
@@ -126,13 +126,50 @@ def test_gtpo_executor_stops_instead_of_dropping_the_reward():
     from gtpo.openrlhf.actors import RetryingRewardExecutor
 
     url = dead_url()
-    with pytest.raises(RewardServiceUnavailable, match="did not answer") as error:
+    with pytest.raises(RewardServerError, match="did not answer") as error:
         execute(RetryingRewardExecutor(url, reward_timeout=1.5))
     assert url in str(error.value)
 
 
+@pytest.fixture
+def two_servers(tmp_path):
+    with (
+        LocalRewardServer(tmp_path / "a.log") as a,
+        LocalRewardServer(tmp_path / "b.log") as b,
+    ):
+        a.wait()
+        b.wait()
+        yield a, b
+
+
+def test_gtpo_executor_shares_the_load_over_every_server(two_servers):
+    """64 concurrent samples through one rollout actor's executor with two live servers in
+    --reward.remote_url: each server gets half of the requests (each request starts at the next
+    server), and every sample gets the reward its text earns."""
+    pytest.importorskip("deepspeed")
+    from gtpo.openrlhf.actors import RetryingRewardExecutor
+    from gtpo.reward_client import request_count
+
+    a, b = two_servers
+    executor = RetryingRewardExecutor(
+        [a.url + "/get_reward", b.url + "/get_reward"], reward_timeout=30
+    )
+    params = SimpleNamespace(max_tokens=16, logprobs=None)
+
+    async def rollout() -> list[dict]:
+        tokenizer = word_tokenizer()
+        engine = ScriptedEngine()
+        return await asyncio.gather(
+            *(executor.execute(PROMPT, "7", params, 64, tokenizer, engine) for _ in range(64))
+        )
+
+    outputs = asyncio.run(rollout())
+    assert [o["reward"] for o in outputs] == [[0.0]] * 64  # "a b c": no format, no answer
+    assert request_count(a.url) == request_count(b.url) == 32
+
+
 def test_root_message_unwraps_ray_task_errors():
-    inner = RewardServiceUnavailable("reward server http://x did not answer")
+    inner = RewardServerError("reward server http://x did not answer")
     middle = RuntimeError("ray::RolloutRayActor.generate_responses() ...")
     middle.cause = inner
     outer = RuntimeError("ray::PPOTrainer.fit() ...")

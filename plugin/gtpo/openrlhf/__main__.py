@@ -30,7 +30,8 @@ from gtpo.openrlhf.flags import (
     parse_gtpo_flags,
     split_argv,
 )
-from gtpo.openrlhf.rewards import RewardServiceUnavailable, root_message
+from gtpo.openrlhf.rewards import root_message
+from gtpo.reward_client import RewardServerError
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except GTPOConfigError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
-    except RewardServiceUnavailable as exc:
+    except RewardServerError as exc:
         # Raised in a rollout actor and re-raised through Ray, whose errors keep the class of
         # their cause; the message is the cause's, without Ray's tracebacks.
         logger.error("training stopped: %s", root_message(exc))

@@ -15,8 +15,9 @@ classes at the bottom of this file before `train_ppo_ray` reads them.
   keeps H_ini in checkpoints and watches the entropy.
 - `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean (a forward
   hook on the actor, `entropy_scaling_forward_hook`, for one training step).
-- `GTPORolloutActor` (the vLLM engine actor): its agent executor retries the reward server for
-  up to --gtpo.reward_timeout seconds and stops the run if it stays down (`rewards.py`).
+- `GTPORolloutActor` (the vLLM engine actor): its agent executor keeps one pooled reward client,
+  rotates requests over the reward servers, retries for up to --gtpo.reward_timeout seconds and
+  stops the run if the service stays down (`rewards.py`).
 
 The OpenRLHF methods overridden here are listed in `compat.REQUIRED` (checked at start-up), the
 settings read through `compat`'s `Arg`s.
@@ -44,7 +45,8 @@ from gtpo import LN2, completion_entropy, state, token_entropy
 from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
-from gtpo.openrlhf.rewards import RewardServiceUnavailable, post_with_retry
+from gtpo.openrlhf.rewards import rollout_reward_client
+from gtpo.reward_client import RewardServerError
 
 logger = init_logger(__name__)
 
@@ -391,30 +393,33 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
 
 
 class RetryingRewardExecutor(SingleTurnAgentExecutor):
-    """OpenRLHF's single-turn executor whose HTTP reward call outlasts a server restart.
+    """OpenRLHF's single-turn executor whose HTTP reward call shares one pooled client over
+    every reward server and outlasts a server restart (`rewards.py`).
 
     OpenRLHF's `execute` swallows any error of the reward call and returns the sample with
-    reward None; here the call retries for up to `reward_timeout` seconds (`post_with_retry`)
-    and a sample that still has no reward stops the run with RewardServiceUnavailable.
+    reward None; here the call retries for up to `reward_timeout` seconds, and a sample that
+    still has no reward stops the run with RewardServerError.
     """
 
     def __init__(self, remote_rm_url: Any, reward_timeout: float) -> None:
         super().__init__(remote_rm_url)
-        self.reward_timeout = reward_timeout
         self.last_failure: str | None = None
+        self.client = None
+        if self.reward_endpoints and self.reward_func is None:
+            self.client = rollout_reward_client(self.reward_endpoints, reward_timeout)
 
     async def _fetch_rewards_via_http(self, queries_list, prompts_list, labels_list):
         payload = {"query": queries_list, "prompts": prompts_list, "labels": labels_list}
         try:
-            return [await post_with_retry(self.reward_endpoints, payload, self.reward_timeout)]
-        except RewardServiceUnavailable as exc:
+            return [await self.client.get_reward(payload)]
+        except RewardServerError as exc:
             self.last_failure = str(exc)
             raise
 
     async def execute(self, *args: Any, **kwargs: Any) -> dict:
         output = await super().execute(*args, **kwargs)
-        if self.reward_endpoints and self.reward_func is None and output.get("reward") is None:
-            raise RewardServiceUnavailable(
+        if self.client is not None and output.get("reward") is None:
+            raise RewardServerError(
                 self.last_failure or f"no reward from {', '.join(self.reward_endpoints)}"
             )
         return output

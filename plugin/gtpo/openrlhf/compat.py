@@ -2,7 +2,7 @@
 
 Supporting another release means editing this module and tests/openrlhf/test_orl_compat.py:
 
-- the release: `SUPPORTED`, `CHECKED`, `PIN`;
+- the release: `MINIMUM`, `BELOW`, `CHECKED`, `PIN` (and pyproject.toml's openrlhf extra);
 - the internals the adapter subclasses, overrides or calls (`REQUIRED`, checked at start-up;
   a test checks that every method the subclasses in `actors.py` override is listed here);
 - the names the launcher rebinds in `train_ppo_ray` (`LAUNCH_MODULE`, `LAUNCH_IMPORTS`,
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import importlib.util
 from dataclasses import dataclass
 from importlib import metadata
@@ -38,14 +39,31 @@ import torch
 
 # --- the release --------------------------------------------------------------------------
 
-SUPPORTED = (0, 11)  # major, minor
+# The releases the adapter runs on: MINIMUM <= version < BELOW. 0.11.0 and 0.11.1 lack
+# --actor.loss_agg_mode (which the launcher sets), compute the entropy before temperature
+# scaling, and send empty batches to every reward URL after the first.
+MINIMUM = (0, 11, 2)
+BELOW = (0, 12)
 CHECKED = "0.11.2"  # the release the adapter was checked against
-PIN = "openrlhf>=0.11,<0.12"
+# What `pip install gtpo[openrlhf]` installs (pyproject.toml's openrlhf extra, checked by a test):
+# OpenRLHF lists vLLM only under its own `vllm` extra.
+PIN = "openrlhf[vllm]>=0.11.2,<0.12"
 
 
 def supported_name() -> str:
-    """`0.11.x`: the releases `check_openrlhf` accepts."""
-    return ".".join(map(str, SUPPORTED)) + ".x"
+    """`>=0.11.2,<0.12`: the releases `check_openrlhf` accepts."""
+    return f">={'.'.join(map(str, MINIMUM))},<{'.'.join(map(str, BELOW))}"
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string: "0.11.2.post1" -> (0, 11, 2)."""
+    parts = []
+    for part in version.split(".")[:3]:
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
 
 
 # --- internals the adapter overrides or calls ---------------------------------------------
@@ -274,8 +292,7 @@ def check_openrlhf() -> str:
     """Raise OpenRLHFIncompatibleError unless the supported OpenRLHF with every internal the
     adapter needs is installed. Returns the installed version."""
     version = _version()
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts != SUPPORTED:
+    if not MINIMUM <= release(version) < BELOW:
         raise OpenRLHFIncompatibleError(
             f"gtpo-openrlhf supports OpenRLHF {supported_name()}, found {version}. Install "
             f"`pip install '{PIN}'` (or `pip install 'gtpo[openrlhf]'`)."

@@ -8,9 +8,16 @@ project's reward client, so TRL runs are scored exactly like OpenRLHF and demo r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from gtpo.reward_client import RewardClient
+from gtpo.config import GTPOConfig
+from gtpo.reward_client import RewardClient, RewardServerError
+
+# Keyword arguments TRL adds to every reward call that are not dataset columns.
+TRL_CALL_ARGUMENTS = frozenset(
+    {"completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
 
 
 def _text(item: Any) -> str:
@@ -25,14 +32,18 @@ class RewardServerReward:
     """`reward_funcs=[RewardServerReward("http://127.0.0.1:8000")]` for GTPOTrainer/GRPOTrainer.
 
     Args:
-        url: the reward server's base URL (`python -m reward_server` or the compose service).
+        url: the reward server's base URL (`python -m reward_server` or the compose service);
+            several servers as a list or comma-separated: requests rotate over them and fail
+            over from one to the next.
         label_column: the dataset column holding each prompt's reference answer.
         per_request: completions per HTTP request (1, as OpenRLHF sends them).
-        concurrency: requests in flight at once.
+        concurrency: requests in flight at once (pooled keep-alive connections).
+        timeout_s: one attempt's timeout.
         token: sent as `Authorization: Bearer` when the server sets GTPO_RS_API_TOKEN.
-        timeout_s: per-request timeout (connection errors, 5xx, 408 and 429 are retried first);
-            an unreachable server then stops training with an error
-            naming the URL (a missing reward is never scored as 0).
+        reward_timeout: keep retrying an unreachable service (connection errors, timeouts, 5xx,
+            408, 429) with backoff for this many seconds, then stop training with an error
+            naming the URL (a missing reward is never scored as 0). Default: GTPOTrainer's
+            `GTPOConfig.reward_timeout` (300 s).
 
     Returns per completion the server's total reward (format 0..10 + accuracy 0/10); the mean
     format and accuracy rewards are logged as `rewards/format` and `rewards/accuracy`.
@@ -42,33 +53,64 @@ class RewardServerReward:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         label_column: str = "label",
         per_request: int = 1,
         concurrency: int = 8,
         timeout_s: float = 60.0,
         token: str | None = None,
+        reward_timeout: float | None = None,
     ) -> None:
         if per_request < 1:
             raise ValueError(f"per_request must be >= 1, got {per_request}")
-        # The project's one client: any host, bearer token, retries with backoff.
-        self.client = RewardClient(url, token=token, concurrency=concurrency, timeout_s=timeout_s)
+        self.reward_timeout = reward_timeout
+        retry_for_s = GTPOConfig().reward_timeout if reward_timeout is None else reward_timeout
+        self.client = RewardClient(
+            url,
+            token=token,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            retry_for_s=retry_for_s,
+            hint="check that it is running and reachable, or raise reward_timeout "
+            "(GTPOConfig(reward_timeout=...) with GTPOTrainer)",
+        )
         self.label_column = label_column
         self.per_request = per_request
+        # GTPOTrainer sets this: a failure is then held until every process has scored its
+        # completions (`take_failure`), so that no process waits alone in TRL's reward gather.
+        self.defer_failures = False
+        self._failure: str | None = None
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float]:
+    def use_timeout(self, reward_timeout: float) -> None:
+        """The retry budget GTPOTrainer's config gives, unless one was passed here."""
+        if self.reward_timeout is None:
+            self.client.retry_for_s = reward_timeout
+
+    def take_failure(self) -> str | None:
+        """The message of the last call's failure, if any (and forget it)."""
+        failure, self._failure = self._failure, None
+        return failure
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[Any]:
         if self.label_column not in columns:
-            available = sorted(
-                k for k in columns if k not in ("completion_ids", "trainer_state", "log_extra")
-            )
+            available = sorted(set(columns) - TRL_CALL_ARGUMENTS)
             raise KeyError(
                 f"the dataset has no {self.label_column!r} column for the reward server's labels; "
                 f"pass RewardServerReward(url, label_column=...) naming one of {available}"
             )
         labels = [str(label) for label in columns[self.label_column]]
-        rewards = self.client.score(
-            [_text(p) for p in prompts], [_text(c) for c in completions], labels, self.per_request
-        )
+        try:
+            rewards = self.client.score(
+                [_text(p) for p in prompts],
+                [_text(c) for c in completions],
+                labels,
+                self.per_request,
+            )
+        except RewardServerError as exc:
+            if not self.defer_failures:
+                raise
+            self._failure = str(exc)
+            return [None] * len(prompts)  # never read: GTPOTrainer raises on every process
         log_metric = columns.get("log_metric")
         if log_metric is not None and rewards.total:
             log_metric("rewards/format", sum(rewards.format) / len(rewards.format))
