@@ -69,7 +69,9 @@ def _squeeze_spaces(s: str) -> str:
 
 # "2(5)" is 2·5. The LaTeX parser reads a number before a bracket as a sum (2(5) -> 7), so the
 # product is written out: "2(5)", "(2)(5)" and "3(x+1)" become products.
-_JUXTAPOSED = re.compile(r"(?:(?<=[\d)])|(?<=\\pi))\s*\((?!\s*[,)])")
+_JUXTAPOSED = re.compile(
+    r"(?:(?<=[\d)])|(?<=\\pi))\s*\((?!\s*[,)]|\s*(?:\\[a-z]+\{)?\s*\\?[bp]?mod\b)"
+)  # never "3 (\text{mod } 7)"
 
 _EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")
 

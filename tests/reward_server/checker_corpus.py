@@ -498,6 +498,169 @@ PAIRS: list[Pair] = [
     ),
 ]
 
+# --------------------------------------------------------------- classes of held-out misses
+# Spellings and forms that peer graders' suites use and that this checker once missed or
+# misjudged: other relation spellings, ",\!" separators, lists of boxes, chains of
+# equalities, units after pi, left sides naming different functions, values closer than 1e-6,
+# and the exploit classes (units of the same quantity, percent bases, operations in words,
+# Euler's e, congruences).
+PAIRS += [
+    *_group(
+        "relations",
+        [
+            ("x \\lt 3", "(-\\infty, 3)", Y, "\\lt is <"),
+            ("x <= 2", "(-\\infty,2]", Y, "ASCII <="),
+            ("x >= -1", "[-1,\\infty)", Y, "ASCII >="),
+            ("x \\gt 3", "(3, \\infty)", Y, "\\gt is >"),
+            ("x \\leqslant 4", "x \\le 4", Y, "another package's spelling"),
+            ("x != 5", "(-\\infty,5)\\cup(5,\\infty)", Y, "!= is the set without 5"),
+            ("x \\neq 5", "x \\ne 5", Y, "two spellings of not-equal"),
+            ("x != 5", "5", N, "not-equal is not the value"),
+            ("-x > -1", "x < 1", Y, "divided by -1, the relation flips"),
+            ("-x > -1", "x > 1", N, "the flip is required"),
+            ("2x + 1 \\le 7", "x \\le 3", Y, "a linear inequality solved"),
+            ("3 - x > 1", "(-\\infty, 2)", Y, "solved for x"),
+            ("-2x \\ge 4", "(-\\infty, -2]", Y, "negative coefficient"),
+            ("-2x \\ge 4", "[-2, \\infty)", N, "the wrong direction"),
+            ("-1 < 2x + 1 < 5", "(-1, 2)", Y, "a double inequality solved"),
+            ("-1 < 2x + 1 < 5", "(-1, 3)", N, "wrong end"),
+            ("x \\lt 3", "x \\le 3", N, "strict against closed"),
+            ("x < -2 \\text{ or } x > 2", "(-\\infty,-2)\\cup(2,\\infty)", Y, "a union"),
+            ("x \\le -1 \\text{ or } x \\ge 3", "(-\\infty,-1)\\cup(3,\\infty)", N, "closed ends"),
+        ],
+    ),
+    *_group(
+        "separators",
+        [
+            ("\\$1,\\!000", "1000", Y, "escaped dollar and ,\\! separator"),
+            ("1,\\!234,\\!567", "1234567", Y, "two ,\\! separators"),
+            ("\\$12,\\!345.67", "12345.67", Y, "separator and cents"),
+            ("1,\\!000", "100", N, "a thousand is not a hundred"),
+            ("\\$1,\\!250", "\\$1,250", Y, "both with dollars"),
+        ],
+    ),
+    *_group(
+        "lists",
+        [
+            ("\\boxed{1}, \\boxed{2}, and \\boxed{3}", "1, 2, 3", Y, "boxes with a serial comma"),
+            ("1, 2, and 3", "3, 2, 1", Y, "a serial comma"),
+            ("1, 2 and 3", "\\{1, 2, 3\\}", Y, "and before the last item"),
+            ("2 and 5", "\\{2, 5\\}", Y, "two values joined by and"),
+            ("\\boxed 3, \\boxed 4", "3, 4", Y, "boxes without braces"),
+            ("\\boxed 3 or \\boxed 4", "4", N, "a hedge between two unbraced boxes"),
+            ("\\boxed3 \\text{ or } \\boxed4", "3", N, "the same without spaces"),
+            ("1, 2, and 3", "1, 2", N, "one item too many"),
+        ],
+    ),
+    *_group(
+        "chains",
+        [
+            ("x = 2 + 3 = 5", "5", Y, "a chain ending in the value"),
+            ("P = 2(7) + 2(4) = 22", "22", Y, "formula, substitution, value"),
+            ("A = \\pi r^2 = \\pi (3)^2 = 9\\pi", "9\\pi", Y, "a formula is not checked"),
+            ("16 - 3 - 4 = 9", "9", Y, "arithmetic that holds"),
+            ("16 - 3 - 4 = 8", "8", N, "arithmetic that does not"),
+            ("x = 2 + 3 = 6", "6", N, "a false step"),
+            ("5! = 120", "120", Y, "a factorial, not !="),
+            ("\\binom{6}{2} = 15", "15", Y, "a binomial"),
+            ("5 + 7 = 12 \\text{ apples}", "12", Y, "a unit on the last side"),
+            ("5 + 7 = 13 \\text{ apples}", "13", N, "a false step with a unit"),
+            ("2(5)", "10", Y, "a number before a bracket multiplies"),
+            ("2(5)", "7", N, "never a sum"),
+        ],
+    ),
+    *_group(
+        "pi_units",
+        [
+            ("4\\pi \\text{ cm}^2", "4\\pi", Y, "a unit after pi"),
+            ("10\\pi cm", "10\\pi", Y, "a plain unit word after pi"),
+            ("10\\pi \\text{ inches}", "10\\pi\\text{ in}", Y, "inches and in"),
+            ("\\frac{9\\pi}{2} \\text{ units}^2", "\\frac{9\\pi}{2}", Y, "a fraction of pi"),
+            ("10\\pi cm", "10\\pi \\text{ m}", N, "centimetres against metres"),
+            ("10 cm", "10\\pi", N, "pi dropped"),
+        ],
+    ),
+    *_group(
+        "named_functions",
+        [
+            ("\\cos x = \\frac12", "\\sin x = \\frac12", N, "a different function on the left"),
+            ("\\tan x = 1", "\\cot x = 1", N, "a different function on the left"),
+            ("\\log x = 2", "\\ln x = 2", N, "a different logarithm"),
+            ("\\sin(x) = \\frac12", "\\sin x = \\frac12", Y, "brackets around the argument"),
+            ("g(x) = x^2", "f(x) = x^2", Y, "function names are labels"),
+            ("x + y = 5", "y + x = 5", Y, "the same sum"),
+            ("x - y = 5", "y - x = 5", N, "a different difference"),
+        ],
+    ),
+    *_group(
+        "near_misses",
+        [
+            ("\\frac{\\pi}{10^{20}}", "\\frac{2\\pi}{10^{20}}", N, "tiny but different"),
+            ("(1, \\frac{\\pi}{10^{20}})", "(1, \\frac{2\\pi}{10^{20}})", N, "in a tuple"),
+            ("\\{1, \\frac{\\pi}{10^{20}}\\}", "\\{1, \\frac{3\\pi}{10^{20}}\\}", N, "in a set"),
+            ("\\frac{\\pi}{10^{12}}", "0", N, "tiny is not zero"),
+            ("10^{-10}", "10^{-11}", N, "exact values compare exactly"),
+            ("1.0000001", "1", N, "a near miss"),
+            ("\\sqrt{10^{12}+1}-10^6", "\\frac{1}{\\sqrt{10^{12}+1}+10^6}", Y, "equal, and tiny"),
+            ("\\frac{\\pi}{10^{20}}", "\\frac{3\\pi}{3 \\cdot 10^{20}}", Y, "equal tiny values"),
+        ],
+    ),
+    *_group(
+        "congruences",
+        [
+            ("x \\equiv 2 \\pmod 5", "2", Y, "the residue"),
+            ("17 \\equiv 2 \\pmod{5}", "2", Y, "a true congruence ending in the residue"),
+            ("2^{10} \\equiv 4 \\pmod 5", "4", Y, "a power"),
+            ("n \\equiv 3 \\ (\\text{mod } 7)", "3", Y, "(mod 7) spelled in text"),
+            ("13 \\equiv 12", "12", N, "without a modulus it is an equality, and false"),
+            ("5 \\equiv 12 \\pmod 7", "12", N, "12 is not the least residue"),
+            ("13 \\equiv 12 \\pmod 1", "12", N, "everything is congruent modulo 1"),
+            ("x \\equiv 2 \\pmod 5", "7", N, "a residue class is not 7"),
+            ("2^{10} \\equiv 3 \\pmod 5", "3", N, "a false congruence"),
+        ],
+    ),
+    *_group(
+        "changed_units",
+        [
+            ("30 \\text{ radians}", "30^\\circ", N, "radians against degrees"),
+            ("30 rad", "30^\\circ", N, "radians against degrees"),
+            ("30", "30^\\circ", Y, "a bare number in the reference's unit"),
+            ("30 degrees", "30^\\circ", Y, "degrees spelled out"),
+            ("18 cents", "\\$18", N, "cents against dollars"),
+            ("18", "\\$18", Y, "a bare number in the reference's unit"),
+            ("18 dollars", "\\$18", Y, "dollars spelled out"),
+            ("5 percentage points", "5\\%", N, "points against percent"),
+            ("0.25\\%", "0.25", N, "a percent of the wrong base"),
+            ("25\\%", "\\frac{1}{4}", Y, "the percent of the fraction"),
+            ("50\\%", "50", Y, "the sign dropped by the dataset"),
+        ],
+    ),
+    *_group(
+        "operations",
+        [
+            ("4 factorial", "4", N, "an operation in words"),
+            ("4\\text{ factorial}", "24", N, "words are not evaluated"),
+            ("6 doubled", "6", N, "an operation in words"),
+            ("3 sevenths", "3", N, "a fraction word"),
+            ("5\\mathrm{e}", "5", N, "Euler's e glued to a number"),
+            ("5\\text{e}", "5", N, "Euler's e in text"),
+            ("4!", "24", Y, "the factorial sign is evaluated"),
+            ("7 thousand", "7000", Y, "a number word that scales"),
+        ],
+    ),
+    *_group(
+        "sentences",
+        [
+            ("Janet makes $18 every day at the farmers' market.", "18", Y, "one value stated"),
+            ("In 18 days, Janet collects 25 eggs.", "18", N, "18 is context"),
+            ("Janet makes about $18 every day.", "18", N, "a hedge"),
+            ("Janet does not make $18 every day.", "18", N, "a negation"),
+            ("Janet makes $18 or $20 every day.", "18", N, "two candidates"),
+            ("The value of $x$ is $\\frac{3}{4}$.", "0.75", Y, "one value stated"),
+        ],
+    ),
+]
+
 # --------------------------------------------------------------- generated families
 # Hand-chosen values across the common GSM8K and MATH answer shapes: each family states once
 # why its label holds, and every member is a distinct pair.
