@@ -64,12 +64,12 @@ _NEGATIONS = NEGATIONS | _words(
 _HEDGES = _words(
     "maybe perhaps probably possibly likely unlikely approximate estimate estimated estimation "
     "guess guessing unsure uncertain somewhere either roughly thereabouts think believe "
-    "seems seem appears suspect"
+    "seems seem appears suspect range ranges ranging"
 )
 # Words that make the number right after them a bound or an approximation of it.
 _APPROXIMATE = _words(
     "about around approximately approx nearly almost circa some over under above below beyond "
-    "exceeding than"
+    "exceeding than between"
 )
 _APPROXIMATE_PAIRS = frozenset(
     {("at", "least"), ("at", "most"), ("up", "to"), ("close", "to"), ("no", "more")}
@@ -387,6 +387,9 @@ def read(text: str) -> Reading:
         if _RANGE.match(run.text) or run.text.startswith(("\\approx", "\\sim", "~", "\u2248")):
             run.hedged = True
         _mark_context(run, tokens, words)
+    for prev, run in itertools.pairwise(runs):  # "between 18 and 20": both ends are bounds
+        if prev.hedged and _between(prev, run, tokens, words) == ["and"]:
+            run.hedged = run.context = True
     _mark_conditions(runs, tokens, words)
     _mark_subject(runs, tokens, words)
     if _mark_premises(runs, tokens, words):
@@ -399,8 +402,9 @@ def read(text: str) -> Reading:
         listed = all(g in _JOINERS or g == "," for g in _between(prev, run, tokens, words))
         if prev in candidates and run not in candidates and not run.context and listed:
             candidates.append(run)
-    weak = [r for r in runs if r.value and r.weak and not r.hedged]
-    if not candidates and len(weak) == 1:
+    # Never a number after "of": "the reciprocal of 42", "half of 36" name another value.
+    weak = [r for r in runs if r.value and r.weak and not r.hedged and words[r.first - 1] != "of"]
+    if not candidates and len(weak) == 1 and not any(r.hedged for r in runs):
         # The only number the sentence states, after a preposition: "the car travels at 60
         # mph", "…, leaving him with 5 apples".
         candidates = weak
