@@ -1,15 +1,23 @@
 """Correctness of the reward server's checker against math-verify, side by side in one run.
 
-Two tables, on the project's own hand-written corpora (``tests/reward_server/``):
+One table, three of the project's own hand-written corpora (``tests/reward_server/``), each
+scored by this server and by math-verify used as its README shows:
 
-1. **Labelled pairs** (``checker_corpus.py``): this server's checker (the same decision as
-   the service, run in this process: ``verify.equivalent_inline``) and math-verify used as its
-   README shows (both strings wrapped in ``$…$``, ``verify(parse(gold), parse(answer))``).
-   Accuracy, false positives, false negatives and p50/p99 time per pair.
-2. **Exploits** (``exploit_corpus.py``): whole completions scored by the server's scorer with a
-   real verification pool; how many exploits are rewarded and how many controls are not.
+1. **Labelled pairs** (``checker_corpus.py``): answer/reference pairs. This server: the same
+   decision as the service, in this process (``verify.equivalent_inline``); math-verify: both
+   strings wrapped in ``$…$``, ``verify(parse(gold), parse(answer))``.
+2. **Realistic answer blocks** (``realistic_corpus.py``): what instruct models write in their
+   answer block (sentences, labels, markdown, units…), against dataset labels. This server: the
+   whole completion through the service's scorer and a real verification pool, correct when
+   its accuracy is 10; math-verify: ``verify(parse("$reference$"), parse(block))``, the block
+   as written (its extraction finds the answer in free text).
+3. **Exploits** (``exploit_corpus.py``): completions that try to game the reward, and clean
+   controls. This server: the scorer with a real pool (an exploit counts as rewarded as
+   ``Completion.rewarded`` says); math-verify: ``verify`` of the reference against the whole
+   response (it has no notion of the format). A false positive is a rewarded exploit, a false
+   negative a control not rewarded.
 
-    python benchmarks/checker_accuracy.py            # both tables
+    python benchmarks/checker_accuracy.py            # the table
     python benchmarks/checker_accuracy.py --misses   # also list every wrong verdict
 
 Nothing goes over the network.
@@ -24,10 +32,12 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 TESTS = Path(__file__).resolve().parents[1] / "tests" / "reward_server"
+REASONING = "I worked it out step by step."
 
 
 def _load(name: str) -> ModuleType:
@@ -40,125 +50,172 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def server_checker() -> Callable[[str, str], bool]:
-    from reward_server.verify import equivalent_inline
+@dataclass(frozen=True)
+class Case:
+    """One item of any corpus: what is checked, against what, and whether it should pass."""
 
-    return lambda answer, reference: equivalent_inline(answer, reference).equal
+    answer: str  # an answer, an answer block or a whole response
+    reference: str  # a bare reference or a dataset label
+    expected: bool  # True: should be judged correct (rewarded)
+    corpus: str
+    note: str
 
 
-def math_verify_checker() -> Callable[[str, str], bool]:
-    from math_verify import parse, verify
+@dataclass
+class Result:
+    verdicts: list[bool] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
-    def check(answer: str, reference: str) -> bool:
-        return bool(verify(parse(f"${reference}$"), parse(f"${answer}$")))
-
-    return check
+    def summary(self, cases: list[Case]) -> dict:
+        wrong = [c for c, v in zip(cases, self.verdicts, strict=True) if v != c.expected]
+        return {
+            "n": len(cases),
+            "accuracy": 1 - len(wrong) / len(cases),
+            "fp": sum(not c.expected for c in wrong),
+            "fn": sum(c.expected for c in wrong),
+            "p50_ms": 1000 * _quantile(self.times, 0.5),
+            "p99_ms": 1000 * _quantile(self.times, 0.99),
+            "wrong": wrong,
+        }
 
 
 def _quantile(xs: list[float], q: float) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[int(q * 100) - 1] if xs else 0.0
 
 
-def score_pairs(check: Callable[[str, str], bool], pairs: list) -> dict:
-    """Verdicts, errors (scored as wrong verdicts: an exception is never 'correct') and times."""
-    times, wrong = [], []
-    fp = fn = 0
-    for pair in pairs:
-        start = time.perf_counter()
-        try:
-            got = check(pair.answer, pair.reference)
-        except Exception as exc:  # a crash is a miss, whatever the label
-            got = not pair.equal
-            pair = type(pair)(pair.answer, pair.reference, pair.equal, pair.kind, repr(exc))
-        times.append(time.perf_counter() - start)
-        if got != pair.equal:
-            wrong.append(pair)
-            fp += got and not pair.equal
-            fn += pair.equal and not got
-    n = len(pairs)
-    return {
-        "accuracy": (n - len(wrong)) / n,
-        "fp": fp,
-        "fn": fn,
-        "p50_ms": 1000 * _quantile(times, 0.5),
-        "p99_ms": 1000 * _quantile(times, 0.99),
-        "wrong": wrong,
-    }
+def corpora() -> dict[str, list[Case]]:
+    from reward_server.extract import extract_reference
+
+    pairs = [
+        Case(p.answer, p.reference, p.equal, "labelled pairs", f"[{p.kind}] {p.why}")
+        for p in _load("checker_corpus").PAIRS
+    ]
+    realistic_module = _load("realistic_corpus")
+    realistic = [
+        Case(b.block, b.label, b.correct, "realistic blocks", f"[{b.style}] {b.why}")
+        for b in realistic_module.CORRECT + realistic_module.WRONG
+    ]
+    exploits = [
+        Case(c.response, c.label, not c.exploit, "exploits", f"[{c.kind}] {c.why}")
+        for c in _load("exploit_corpus").COMPLETIONS
+    ]
+    for case in realistic + exploits:  # every label yields a reference
+        assert extract_reference(case.reference) is not None, case
+    return {"labelled pairs": pairs, "realistic blocks": realistic, "exploits": exploits}
 
 
-async def score_completions(completions: list, workers: int, timeout_s: float) -> dict:
-    """Score every completion with the service's scorer and a real pool; count what it
-    rewards (``Completion.rewarded`` says what counts)."""
+# ---------------------------------------------------------------- this server
+
+
+def server_pairs(cases: list[Case]) -> Result:
+    from reward_server.verify import equivalent_inline
+
+    return _timed(lambda c: equivalent_inline(c.answer, c.reference).equal, cases)
+
+
+async def server_completions(cases: list[Case], workers: int, timeout_s: float) -> Result:
+    """Whole completions through the service's scorer with a real pool; ``Case.expected``
+    is compared with whether the completion is rewarded."""
     from reward_server.pool import VerifierPool
+    from reward_server.protocol import formatted
     from reward_server.scoring import Scorer
     from reward_server.settings import Settings
     from reward_server.verify import Verifier, symbolic_equivalent
 
+    exploit_module = sys.modules["exploit_corpus"]
+    by_response = {c.response: c for c in exploit_module.COMPLETIONS}
     settings = Settings(verify_workers=workers, verify_timeout_s=timeout_s)
     pool = VerifierPool(symbolic_equivalent, size=workers, timeout_s=timeout_s)
     await pool.start()
     try:
         scorer = Scorer(settings, Verifier(pool))
-        items = await scorer.score_batch(
-            [c.response for c in completions], None, [c.label for c in completions]
-        )
+        queries = [
+            c.answer if c.corpus == "exploits" else formatted(REASONING, c.answer) for c in cases
+        ]
+        start = time.perf_counter()
+        items = await scorer.score_batch(queries, None, [c.reference for c in cases])
+        elapsed = time.perf_counter() - start
     finally:
         await pool.close()
-    exploits_rewarded, controls_missed = [], []
-    for c, item in zip(completions, items, strict=True):
-        rewarded = c.rewarded(item.format_score, item.accuracy_score)
-        if c.exploit and rewarded:
-            exploits_rewarded.append((c, item))
-        if not c.exploit and not rewarded:
-            controls_missed.append((c, item))
-    return {
-        "exploits": sum(c.exploit for c in completions),
-        "controls": sum(not c.exploit for c in completions),
-        "exploits_rewarded": exploits_rewarded,
-        "controls_missed": controls_missed,
-    }
+    result = Result(times=[elapsed / len(cases)] * len(cases))
+    for case, item in zip(cases, items, strict=True):
+        if case.corpus == "exploits":
+            rewarded = by_response[case.answer].rewarded(item.format_score, item.accuracy_score)
+        else:
+            rewarded = item.accuracy_score == 10
+        result.verdicts.append(rewarded)
+        if rewarded != case.expected:
+            result.errors.append(f"{item.answer!r} vs {item.reference!r}: {item.reason}")
+    return result
+
+
+# ---------------------------------------------------------------- math-verify
+
+
+def math_verify_check(case: Case) -> bool:
+    from math_verify import parse, verify
+
+    from reward_server.extract import extract_reference
+
+    if case.corpus == "labelled pairs":
+        return bool(verify(parse(f"${case.reference}$"), parse(f"${case.answer}$")))
+    reference = extract_reference(case.reference)
+    return bool(verify(parse(f"${reference}$"), parse(case.answer)))
+
+
+def _timed(check: Callable[[Case], bool], cases: list[Case]) -> Result:
+    """Verdicts and times; an exception is a wrong verdict, never 'correct'."""
+    result = Result()
+    for case in cases:
+        start = time.perf_counter()
+        try:
+            got = check(case)
+        except Exception as exc:  # a crash is a miss, whatever the label
+            got = not case.expected
+            result.errors.append(f"{case.answer!r}: {exc!r}")
+        result.times.append(time.perf_counter() - start)
+        result.verdicts.append(got)
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--misses", action="store_true", help="list every wrong verdict")
-    parser.add_argument("--workers", type=int, default=2, help="pool size for the exploits")
+    parser.add_argument("--workers", type=int, default=2, help="verification pool size")
     args = parser.parse_args()
 
-    pairs = _load("checker_corpus").PAIRS
-    completions = _load("exploit_corpus").COMPLETIONS
-    rows = [("this server", score_pairs(server_checker(), pairs))]
-    rows.append(("math-verify", score_pairs(math_verify_checker(), pairs)))
+    sets = corpora()
+    rows = []
+    for name, cases in sets.items():
+        if name == "labelled pairs":
+            ours = server_pairs(cases)
+        else:
+            ours = asyncio.run(server_completions(cases, args.workers, 5.0))
+        theirs = _timed(math_verify_check, cases)
+        rows += [(name, "this server", ours, cases), (name, "math-verify", theirs, cases)]
 
-    print(f"\nLabelled corpus: {len(pairs)} pairs ({sum(p.equal for p in pairs)} equivalent)\n")
-    print("| checker | accuracy | false positives | false negatives | p50 ms | p99 ms |")
-    print("|---|---|---|---|---|---|")
-    for name, r in rows:
-        print(
-            f"| {name} | {100 * r['accuracy']:.1f}% | {r['fp']} | {r['fn']} "
-            f"| {r['p50_ms']:.2f} | {r['p99_ms']:.1f} |"
-        )
+    for name, cases in sets.items():
+        passing = sum(c.expected for c in cases)
+        print(f"{name}: {len(cases)} items, {passing} to pass, {len(cases) - passing} to refuse")
+    print("\n| corpus | checker | accuracy | false positives | false negatives |")
+    print("|---|---|---|---|---|")
+    summaries = []
+    for name, checker, result, cases in rows:
+        s = result.summary(cases)
+        summaries.append((name, checker, s))
+        print(f"| {name} | {checker} | {100 * s['accuracy']:.1f}% | {s['fp']} | {s['fn']} |")
+    print("\nlabelled pairs, time per pair:")
+    for name, checker, s in summaries:
+        if name == "labelled pairs":
+            print(f"  {checker}: p50 {s['p50_ms']:.2f} ms, p99 {s['p99_ms']:.1f} ms")
     if args.misses:
-        for name, r in rows:
-            print(f"\n{name} misses:")
-            for p in r["wrong"]:
-                print(f"  [{p.kind}] {p.answer!r} vs {p.reference!r}: label {p.equal} ({p.why})")
-
-    ex = asyncio.run(score_completions(completions, args.workers, 5.0))
-    print(f"\nExploit corpus: {ex['exploits']} exploits, {ex['controls']} controls\n")
-    print("| server | exploits rewarded | controls rewarded |")
-    print("|---|---|---|")
-    print(
-        f"| this version | {len(ex['exploits_rewarded'])} of {ex['exploits']} "
-        f"| {ex['controls'] - len(ex['controls_missed'])} of {ex['controls']} |"
-    )
-    if args.misses:
-        for c, item in ex["exploits_rewarded"] + ex["controls_missed"]:
-            what = "exploit rewarded" if c.exploit else "control missed"
-            print(
-                f"  {what} [{c.kind}] {item.answer!r} vs {c.label!r}: format "
-                f"{item.format_score} ({item.format_reason}), {item.reason}"
-            )
+        for name, checker, s in summaries:
+            if s["wrong"]:
+                print(f"\n{checker} misses on {name}:")
+            for c in s["wrong"]:
+                what = "false positive" if not c.expected else "false negative"
+                print(f"  {what}: {c.answer!r} vs {c.reference!r} {c.note}")
 
 
 if __name__ == "__main__":
