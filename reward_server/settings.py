@@ -38,7 +38,9 @@ class Settings(BaseSettings):
         "whitespace between the blocks.",
     )
     accuracy_requires_format: bool = Field(
-        True, description="Accuracy counts only when the format score is full (paper's setup)."
+        True,
+        description="Accuracy counts only when the reasoning block precedes the answer block: "
+        "full format, or that shape with text after the answer block (the format pays for it).",
     )
     extra_end_tokens: list[str] = Field(
         default_factory=list,
