@@ -19,6 +19,7 @@ Rules worth knowing (they are the service's documented semantics):
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -76,6 +77,9 @@ _JUXTAPOSED = re.compile(
 _EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")
 
 
+# canonical() is pure and runs several times per check (the answer, the reference, then each
+# side or item again in the exact rules); a group's G completions repeat the same strings.
+@functools.lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """A canonical spelling of an answer: wrappers, spacing, size commands and spelling variants
     removed, equivalent notations rewritten to one (``notation.py``). Used for the cache key and

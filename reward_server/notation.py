@@ -164,9 +164,14 @@ def inequality_union(s: str) -> str:
     return "\\cup".join(intervals)
 
 
+_ANY_SPELLING = re.compile(
+    r"<=|=<|>=|!=|\\[lg]t(?![A-Za-z])|\\[lg]eq|\\neq?(?![A-Za-z])|[\u2a7d\u2a7e]"
+)
+
+
 def relation_spellings(s: str) -> str:
     """``x \\lt 3`` -> ``x<3``, ``x <= 2`` -> ``x\\le 2``, ``x != 5`` -> ``x\\ne 5``."""
-    if not any(ch in s for ch in "<>!=\\\u2a7d\u2a7e"):
+    if _ANY_SPELLING.search(s) is None:
         return s
     for pattern, spelling in _REL_SPELLINGS:
         s = pattern.sub(spelling, s)

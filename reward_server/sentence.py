@@ -341,6 +341,7 @@ def _word(tokens: list[_Token], i: int) -> str | None:
 # ------------------------------------------------------------------ reading
 
 
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\\A-Za-z])[aAI](?![A-Za-z])")
 _UNIT_WORDS = UNIT_NAMES.keys() | _words("square sq cubic units unit percent")
 _SENTENCE_WORDS = (
     _CONTEXT_BEFORE | _COPULAS | _CONCLUSIONS | _words("she he they it we you there i")
@@ -353,6 +354,8 @@ def is_sentence(text: str) -> bool:
     has (a verb, a preposition, a pronoun, a label with a colon). ``5 square feet``, ``7 or
     more`` and ``3 (or four)`` are short answers; ``Janet makes $18 every day``, ``When x = 2,
     y = 7`` and ``Total: $45`` are sentences."""
+    if _PROSE_WORD.search(text) is None:  # no word outside commands: most answers
+        return False
     count = 0
     for tok in _tokens(text):
         w = tok.text.lower()
