@@ -1,13 +1,16 @@
-"""Property tests of the exact number path (hypothesis)."""
+"""Property tests of the exact number path and of the sentence reader (hypothesis)."""
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reward_server.normalize import canonical, fast_equivalent, parse_number
+from reward_server.sentence import read
+from reward_server.verify import equivalent_inline
 
 ints = st.integers(min_value=-(10**12), max_value=10**12)
 
@@ -39,3 +42,46 @@ def test_fractions_are_exact(p: int, q: int) -> None:
 def test_fast_path_never_raises_and_is_reflexive(text: str) -> None:
     verdict = fast_equivalent(text, text)
     assert verdict in (True, None) or canonical(text) == ""
+
+
+# ---------------------------------------------------------------- sentences
+
+latexish = st.text(alphabet="ab x=12,.$\\{}()^_-+ the is of in\n*%", max_size=120)
+
+
+@settings(max_examples=300)
+@given(st.one_of(st.text(max_size=120), latexish))
+def test_sentence_reader_never_raises_and_says_why(text: str) -> None:
+    reading = read(text)
+    assert (reading.value is None) != (reading.reason is None)
+
+
+names = st.sampled_from(["Janet", "Tom", "The farm", "Each of the workers"])
+positive = st.integers(min_value=1, max_value=10**6)
+
+
+@settings(max_examples=100)
+@given(names, positive, positive)
+def test_the_stated_value_counts_and_context_does_not(name: str, a: int, b: int) -> None:
+    stated = f"In {a} days, {name} makes ${b:,}."
+    assert equivalent_inline(stated, str(b)).equal
+    assert equivalent_inline(stated, str(a)).equal is (a == b)
+    hedged = f"{name} makes about ${b} every day."
+    assert not equivalent_inline(hedged, str(b)).equal
+    if a != b:
+        several = f"{name} makes ${a} on Monday and ${b} on Tuesday."
+        assert equivalent_inline(several, str(a)).reason == "several_candidates"
+
+
+def test_sentence_reader_is_fast_on_long_hostile_text() -> None:
+    # The cost guard lets answers of up to 1000 characters through; the reader is linear.
+    for text in (
+        "the 1 of 2 is 3 " * 60,
+        "$1$ and " * 120,
+        "(" * 400 + "1" + ")" * 400,
+        "x = 1 = 2 = 3 " * 70,
+        "\\boxed 1 or " * 80,
+    ):
+        start = time.perf_counter()
+        read(text[:1000])
+        assert time.perf_counter() - start < 0.05, text[:40]
