@@ -48,14 +48,9 @@ def token_advantages(
 
 
 @dataclass(frozen=True)
-class GTPOTerms:
-    """What a GTPOConfig puts into Eq. 7 for one batch.
+class EntropyTerms:
+    """What Eq. 6-7's entropy parts put into one batch: δ, the advantage λ multiplies, and γ."""
 
-    A trainer weights `advantages` by λ·δ (`token_advantages`) and subtracts `gamma`·⟨H⟩_i as
-    its own term; the entropy form is already applied, so no trainer branches on it.
-    """
-
-    weights: torch.Tensor  # λ_{i,t} of Eq. 5, float32 [N, L], 0 on padding (the mask if λ ≡ 1)
     keep: torch.Tensor  # δ_i of Eq. 6, float32 [N] of 0/1 (ones if δ ≡ 1)
     # The per-completion advantage λ·δ multiplies [N]: A_i in penalty form (and for GRPO),
     # A_i − γ⟨H⟩_i with ⟨H⟩_i detached in advantage form. λ comes from the signs of A_i.
@@ -63,9 +58,72 @@ class GTPOTerms:
     # γ subtracted as its own term −γ⟨H⟩_i: γ in penalty form, 0 in advantage form and for GRPO.
     gamma: float
 
+
+@dataclass(frozen=True)
+class GTPOTerms(EntropyTerms):
+    """What a GTPOConfig puts into Eq. 7 for one batch.
+
+    A trainer weights `advantages` by λ·δ (`token_advantages`) and subtracts `gamma`·⟨H⟩_i as
+    its own term; the entropy form is already applied, so no trainer branches on it.
+    """
+
+    weights: torch.Tensor  # λ_{i,t} of Eq. 5, float32 [N, L], 0 on padding (the mask if λ ≡ 1)
+
     def token_advantages(self) -> torch.Tensor:
         """λ_{i,t}·δ_i·`advantages`_i: what a trainer's clipped surrogate weights. [N, L]."""
         return token_advantages(self.weights, self.keep, self.advantages)
+
+
+def conflict_terms(
+    config: GTPOConfig,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    advantages: torch.Tensor,
+    group_size: int,
+) -> torch.Tensor:
+    """λ of Eq. 5 as `config` chooses it: `conflict_weights`, or the mask when λ ≡ 1. [N, L].
+
+    Rows of prompt k at k·G … k·G+G−1 (the G completions of a prompt must be together).
+    """
+    mask = completion_mask.bool()
+    if config.applies_conflict:
+        return conflict_weights(
+            completion_ids, mask, advantages, group_size, config.conflict_weight
+        )
+    return mask.float()
+
+
+def entropy_terms(
+    config: GTPOConfig,
+    advantages: torch.Tensor,
+    completion_entropy: torch.Tensor,
+    h_ini: float | None,
+) -> EntropyTerms:
+    """δ (Eq. 6), the advantage λ·δ multiplies, and γ (Eq. 7), as `config` chooses them.
+
+    Per completion, so a trainer may compute them on any subset of a batch's rows (the TRL
+    trainer does, at loss time, from the loss forward's entropies). `completion_entropy` [N]
+    is ⟨H⟩_i under the policy that sampled the completion; only its value is used.
+    """
+    mode = config.filter_mode
+    if mode == "off":
+        keep = torch.ones(
+            completion_entropy.shape, dtype=torch.float32, device=completion_entropy.device
+        )
+    elif mode == "on":
+        keep = entropy_filter(completion_entropy, 0.0)  # Eq. 6's H_ini < ln 2 branch, always
+    else:
+        if h_ini is None:
+            raise ValueError(
+                "δ of Eq. 6 needs H_ini: measure it before the first update (or set "
+                "--gtpo.h_ini), or pass --gtpo.entropy_filter on|off"
+            )
+        keep = entropy_filter(completion_entropy, h_ini)
+    return EntropyTerms(
+        keep=keep,
+        advantages=fold_entropy(advantages, completion_entropy, config.advantage_entropy_coef),
+        gamma=config.entropy_coef,
+    )
 
 
 def gtpo_terms(
@@ -79,9 +137,10 @@ def gtpo_terms(
 ) -> GTPOTerms:
     """λ (Eq. 5), δ (Eq. 6) and γ (Eq. 7) of one batch, as `config` chooses them.
 
-    The one place that reads the method's knobs: every trainer (the demo, the OpenRLHF
-    advantage weighting, the TRL trainer) calls it, weights `terms.advantages` by λ·δ and
-    subtracts `terms.gamma`·⟨H⟩_i, whichever entropy form the config chooses.
+    The one place that reads the method's knobs (through `conflict_terms` and
+    `entropy_terms`): every trainer (the demo, the OpenRLHF advantage weighting, the TRL
+    trainer) weights `terms.advantages` by λ·δ and subtracts `terms.gamma`·⟨H⟩_i, whichever
+    entropy form the config chooses.
 
     Args:
         completion_ids, completion_mask: [N, L], completions right-padded, rows of prompt k at
@@ -91,30 +150,10 @@ def gtpo_terms(
         h_ini: the model's mean completion entropy before training; needed only when δ is
             `auto` (Eq. 6 as written).
     """
-    mask = completion_mask.bool()
-    if config.applies_conflict:
-        weights = conflict_weights(
-            completion_ids, mask, advantages, group_size, config.conflict_weight
-        )
-    else:
-        weights = mask.float()
-    mode = config.filter_mode
-    if mode == "off":
-        keep = torch.ones(completion_entropy.shape, dtype=torch.float32)
-    elif mode == "on":
-        keep = entropy_filter(completion_entropy, 0.0)  # Eq. 6's H_ini < ln 2 branch, always
-    else:
-        if h_ini is None:
-            raise ValueError(
-                "δ of Eq. 6 needs H_ini: measure it before the first update (or set "
-                "--gtpo.h_ini), or pass --gtpo.entropy_filter on|off"
-            )
-        keep = entropy_filter(completion_entropy, h_ini)
+    weights = conflict_terms(config, completion_ids, completion_mask, advantages, group_size)
+    entropy = entropy_terms(config, advantages, completion_entropy, h_ini)
     return GTPOTerms(
-        weights=weights,
-        keep=keep.to(completion_entropy.device),
-        advantages=fold_entropy(advantages, completion_entropy, config.advantage_entropy_coef),
-        gamma=config.entropy_coef,
+        keep=entropy.keep, advantages=entropy.advantages, gamma=entropy.gamma, weights=weights
     )
 
 
@@ -165,6 +204,43 @@ def _clipped_surrogate(
     return _completion_mean(surrogate, completion_mask)
 
 
+def metric_sums(
+    weights: torch.Tensor,
+    advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    keep: torch.Tensor,
+    completion_entropy: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """The counts `gtpo_metrics` divides, as 0-dim tensors on the inputs' device: they add up
+    over parts of a batch (`metrics_from_sums` turns a sum of them into the metrics)."""
+    with torch.no_grad():
+        real = completion_mask.bool()
+        changed = (weights != 1) & real
+        positive = (advantages > 0)[:, None] & real
+        negative = (advantages < 0)[:, None] & real
+        return {
+            "changed_pos": (changed & positive).sum().float(),
+            "tokens_pos": positive.sum().float(),
+            "changed_neg": (changed & negative).sum().float(),
+            "tokens_neg": negative.sum().float(),
+            "filtered": (keep == 0).sum().float(),
+            "completions": torch.full((), float(keep.numel()), device=keep.device),
+            "entropy": completion_entropy.detach().float().sum(),
+        }
+
+
+def metrics_from_sums(sums: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """gtpo_metrics' four values from (added-up) `metric_sums`, as 0-dim tensors (0 for an
+    empty part)."""
+    completions = sums["completions"].clamp(min=1)
+    return {
+        "conflict_frac_pos": sums["changed_pos"] / sums["tokens_pos"].clamp(min=1),
+        "conflict_frac_neg": sums["changed_neg"] / sums["tokens_neg"].clamp(min=1),
+        "filtered_frac": sums["filtered"] / completions,
+        "entropy_mean": sums["entropy"] / completions,
+    }
+
+
 def gtpo_metrics(
     weights: torch.Tensor,
     advantages: torch.Tensor,
@@ -176,26 +252,11 @@ def gtpo_metrics(
 
     conflict_frac_pos / conflict_frac_neg: share of the real tokens of completions with A > 0 /
     A < 0 whose weight λ was changed by Eq. 5 (λ ≠ 1); filtered_frac: share of completions
-    removed by δ (Eq. 6); entropy_mean: mean ⟨H⟩_i.
+    removed by δ (Eq. 6); entropy_mean: mean ⟨H⟩_i. (`metric_sums` keeps them on the device
+    and adds them up over parts of a batch.)
     """
-    with torch.no_grad():
-        real = completion_mask.bool()
-        changed = (weights != 1) & real
-        positive = (advantages > 0)[:, None] & real
-        negative = (advantages < 0)[:, None] & real
-
-        def share(selected: torch.Tensor, among: torch.Tensor) -> float:
-            total = int(among.sum())
-            return float((selected & among).sum()) / total if total else 0.0
-
-        return {
-            "conflict_frac_pos": share(changed, positive),
-            "conflict_frac_neg": share(changed, negative),
-            "filtered_frac": float((keep == 0).float().mean()) if keep.numel() else 0.0,
-            "entropy_mean": float(completion_entropy.float().mean())
-            if completion_entropy.numel()
-            else 0.0,
-        }
+    sums = metric_sums(weights, advantages, completion_mask, keep, completion_entropy)
+    return {name: float(value) for name, value in metrics_from_sums(sums).items()}
 
 
 def gtpo_loss(

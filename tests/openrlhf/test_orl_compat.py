@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import importlib
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import torch
 
 pytest.importorskip("openrlhf")

@@ -238,17 +238,29 @@ def test_resume_restores_h_ini(gtpo_run, fixture_files, reward_server, tmp_path)
 
 # name: (flags set or added, switches added, logical GPUs Ray needs)
 VARIANTS = {
-    "zero3-gradient-checkpointing": (
-        {"--ds.zero_stage": "3"},
+    # 2 data-parallel ranks under ZeRO-3 (a parameter all-gather in every forward), with H_ini's
+    # 3 × G = 12 samples in 3 micro-batches of 4, which OpenRLHF's dispatch splits 2 and 1: the
+    # rank with one forward used to wait on the other until the collective timeout.
+    "zero3-two-ranks-uneven-h-ini": (
+        {
+            "--ds.zero_stage": "3",
+            "--actor.num_gpus_per_node": "2",
+            "--rollout.micro_batch_size": "4",
+            "--train.micro_batch_size": "8",
+            "--gtpo.h_ini_prompts": "3",
+        },
         ["--actor.gradient_checkpointing_enable"],
-        2,
+        3,
     ),
-    # Rollout micro-batches of 2: with 3 OpenRLHF hangs in ppo_train (ranks get 6 and 2 rows).
-    "two-dp-ranks": (
+    # 2 ranks, H_ini's 1 × G = 4 samples in one micro-batch: fewer micro-batches than ranks used
+    # to raise a ValueError before step 1. (Training's own micro-batches split evenly: 16 rows in
+    # micro-batches of 4; with 3 OpenRLHF itself hangs in ppo_train, ranks get 6 and 2 rows.)
+    "two-ranks-fewer-h-ini-micro-batches": (
         {
             "--actor.num_gpus_per_node": "2",
-            "--rollout.micro_batch_size": "2",
+            "--rollout.micro_batch_size": "4",
             "--train.micro_batch_size": "8",
+            "--gtpo.h_ini_prompts": "1",
         },
         [],
         3,
@@ -283,6 +295,9 @@ def test_variant_completes_its_steps(variant, fixture_files, reward_server, tmp_
     assert len(records) == STEPS
     assert f"Global step {STEPS}" in run.log
     assert len(run.rollout_weights()) == STEPS
+    if "--gtpo.h_ini_prompts" in overrides:
+        prompts = int(overrides["--gtpo.h_ini_prompts"])
+        assert f"measured on {prompts} prompts × {G} completions" in run.log
     if variant == "grpo-reference-kl":
         # The baseline: OpenRLHF's advantages untouched (λ ≡ 1, δ ≡ 1) and a KL against the
         # reference model that grows once the policy has moved.

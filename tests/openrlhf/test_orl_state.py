@@ -16,6 +16,7 @@ transformers = pytest.importorskip("transformers")
 from gtpo import LN2  # noqa: E402
 from gtpo.openrlhf.actors import GTPOPPOTrainer  # noqa: E402
 from gtpo.openrlhf.flags import gtpo_config  # noqa: E402
+from gtpo.openrlhf.resume import CheckpointNotShared  # noqa: E402
 from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor  # noqa: E402
 
 
@@ -92,6 +93,48 @@ def test_flag_h_ini_wins_over_the_checkpoint(ray_cluster, openrlhf_args, tmp_pat
         resumed.init_checkpoint_states()
     assert resumed.experience_maker.h_ini == 0.5
     assert "overrides the H_ini 0.3000" in caplog.text
+
+
+class RanksGroup:
+    """Policy ranks that each report the checkpoint states they loaded (empty: none)."""
+
+    def __init__(self, ray, rank_states):
+        self.ray = ray
+        self.rank_states = rank_states
+
+    def async_run_method(self, method_name, *args, **kwargs):
+        assert method_name == "get_checkpoint_states"
+        return [self.ray.put(states) for states in self.rank_states]
+
+
+def test_a_checkpoint_the_controller_cannot_see_is_refused(ray_cluster, openrlhf_args, tmp_path):
+    """--ckpt.path on a disk only the policy ranks' node has: OpenRLHF's controller would
+    restart at step 0 over trained weights and GTPO would measure H_ini again on them."""
+    args = openrlhf_args("--ckpt.path", str(tmp_path / "local-only"), "--ckpt.load_enable")
+    loaded = {"global_step": 4, CLIENT_STATE_KEY: 0.37}
+    trainer = bare_trainer(args, RanksGroup(ray_cluster, [loaded, loaded]))
+    trainer.measure_h_ini = lambda: pytest.fail("H_ini measured on a resumed policy")
+    with pytest.raises(CheckpointNotShared, match=r"controller resumes at step 0.*rank 1: step 4"):
+        trainer.init_checkpoint_states()  # OpenRLHF's own method finds no checkpoint
+
+
+def test_ranks_that_loaded_different_checkpoints_are_refused(ray_cluster, openrlhf_args, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    (ckpt / "_actor").mkdir(parents=True)
+    args = openrlhf_args("--ckpt.path", str(ckpt), "--ckpt.load_enable")
+    group = RanksGroup(ray_cluster, [{"global_step": 4, CLIENT_STATE_KEY: 0.37}, {}])
+    with pytest.raises(CheckpointNotShared, match=r"rank 0: step 4, rank 1: step 0"):
+        bare_trainer(args, group).init_checkpoint_states()
+
+
+def test_a_checkpoint_every_process_sees_resumes(ray_cluster, openrlhf_args, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    (ckpt / "_actor").mkdir(parents=True)
+    args = openrlhf_args("--ckpt.path", str(ckpt), "--ckpt.load_enable")
+    loaded = {"global_step": 4, CLIENT_STATE_KEY: 0.37}
+    trainer = bare_trainer(args, RanksGroup(ray_cluster, [loaded, loaded]))
+    assert trainer.init_checkpoint_states()["global_step"] == 4
+    assert trainer.experience_maker.h_ini == pytest.approx(0.37)
 
 
 def test_best_checkpoint_carries_h_ini_too(ray_cluster, openrlhf_args, tmp_path):

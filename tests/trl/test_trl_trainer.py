@@ -1,10 +1,6 @@
 """GTPOTrainer end to end: real TRL GRPOTrainer runs on CPU with a tiny Llama built from a config,
-a tokenizer trained locally, rewards from a real reward server on 127.0.0.1.
-
-The only small part is the model. Its temperature is low (0.14) so that completions share
-tokens (conflict tokens exist) and their entropies fall on both sides of ln 2 (δ is not
-trivially 1).
-"""
+a tokenizer trained locally, rewards from a real reward server on 127.0.0.1 (helpers in
+trl_harness.py)."""
 
 from __future__ import annotations
 
@@ -15,92 +11,24 @@ import pytest
 trl = pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-from datasets import Dataset  # noqa: E402
-from paper_reference import reference_delta, reference_weights  # noqa: E402
-from transformers import PreTrainedTokenizerFast  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+from paper_reference import reference_weights  # noqa: E402
+from trl import GRPOTrainer  # noqa: E402
+from trl_harness import (  # noqa: E402
+    G,
+    capture,
+    check_loss_advantages,
+    eq7_loss,
+    expected_advantages,
+    length_reward,
+    make_args,
+    make_trainer,
+)
 
 from gtpo import GTPOConfig, GTPOConfigError  # noqa: E402
 from gtpo.demo.model import build_model  # noqa: E402
-from gtpo.demo.task import corpus, make_split  # noqa: E402
-from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer  # noqa: E402
 from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
 from gtpo.reward_client import request_count  # noqa: E402
 from gtpo.trl import GTPOTrainer, RewardServerReward, trl_refusals  # noqa: E402
-
-G = 4
-TEMPERATURE = 0.14
-
-
-@pytest.fixture(scope="module")
-def task():
-    split = make_split(48, 0)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=build_tokenizer(corpus(split.train)), pad_token=PAD, eos_token=EOS
-    )
-    rows = [{"prompt": p.prompt, "label": str(p.answer)} for p in split.train]
-    return tokenizer, Dataset.from_list(rows)
-
-
-def length_reward(completions, **_):
-    """A second reward that varies within every group, so advantages have both signs."""
-    return [float(len(c) % 3) for c in completions]
-
-
-def make_args(out, **overrides) -> GRPOConfig:
-    values = dict(
-        output_dir=str(out), loss_type="grpo", num_generations=G, per_device_train_batch_size=8,
-        max_completion_length=16, max_steps=2, temperature=TEMPERATURE, learning_rate=1e-3,
-        report_to=[], use_cpu=True, bf16=False, logging_steps=1, save_strategy="no", seed=0,
-    )  # fmt: skip
-    values.update(overrides)
-    return GRPOConfig(**values)
-
-
-def make_trainer(task, args, gtpo_config, reward_funcs=None, cls=GTPOTrainer):
-    tokenizer, dataset = task
-    model = build_model(len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id, seed=0)
-    extra = {"gtpo_config": gtpo_config} if cls is GTPOTrainer else {}
-    return cls(
-        model, reward_funcs or [length_reward], args, train_dataset=dataset,
-        processing_class=tokenizer, **extra,
-    )  # fmt: skip
-
-
-def capture(trainer):
-    """Record every generated batch (with TRL's raw advantages) and every loss input."""
-    batches, losses = [], []
-    generate = trainer._generate_and_score_completions
-
-    def spy(inputs):
-        batch = generate(inputs)
-        raw = list(trainer._logs["advantages"])[-len(batch["completion_ids"]) :]
-        with torch.no_grad():  # ⟨H⟩ under the policy that sampled the batch, before the update
-            entropy, _ = reference_entropies(trainer.model, batch)
-        mask = batch["completion_mask"].bool()
-        mean_entropy = (entropy * mask).sum(-1) / mask.sum(-1)
-        batches.append((dict(batch), torch.tensor(raw), mean_entropy))
-        return batch
-
-    compute = trainer._compute_loss
-
-    def loss_spy(model, inputs):
-        losses.append(dict(inputs))
-        return compute(model, inputs)
-
-    trainer._generate_and_score_completions = spy
-    trainer._compute_loss = loss_spy
-    return batches, losses
-
-
-def reference_entropies(model, batch):
-    """Per-token entropy and log-prob of the completion tokens, from a plain forward (no TRL)."""
-    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-    width = batch["completion_ids"].shape[1]
-    logits = model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1] / TEMPERATURE
-    dist = torch.distributions.Categorical(logits=logits.float())
-    return dist.entropy(), dist.log_prob(batch["completion_ids"])
 
 
 @pytest.fixture(scope="module")
@@ -111,51 +39,33 @@ def gtpo_run(task, tmp_path_factory):
         reward = RewardServerReward(server.url)
         args = make_args(out, save_strategy="steps", save_steps=1)
         trainer = make_trainer(task, args, GTPOConfig(h_ini_prompts=6), [reward, length_reward])
-        batches, losses = capture(trainer)
+        generations, losses = capture(trainer)
         trainer.train()
         served = request_count(server.url)
         reward.close()
-    return trainer, batches, losses, served, out
+    return trainer, generations, losses, served, out
 
 
 def test_weights_match_the_paper_reference(gtpo_run):
-    trainer, batches, _, _, _ = gtpo_run
+    trainer, generations, losses, _, _ = gtpo_run
     assert trainer.h_ini_source == "measured"
-    conflicts = filtered = kept = 0
-    for batch, raw, mean_entropy in batches:
-        mask = batch["completion_mask"].bool()
-        for start in range(0, len(raw), G):
-            rows = range(start, start + G)
-            tokens = [batch["completion_ids"][i][mask[i]].tolist() for i in rows]
-            weights = reference_weights(tokens, [float(raw[i]) for i in rows])
-            for i, row in zip(rows, weights, strict=True):
-                delta = reference_delta(float(mean_entropy[i]), trainer.h_ini)
-                expected = torch.tensor(row) * delta * raw[i]
-                got = batch["advantages"][i][mask[i]]
-                torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
-                conflicts += sum(w != 1 for w in row)
-                filtered += delta == 0
-                kept += delta == 1
+    expected, seen = expected_advantages(generations, trainer.h_ini)
+    assert check_loss_advantages(losses, expected) == sum(len(raw) for _, raw, _ in generations)
     # The check meant something: λ changed tokens and δ both kept and removed completions.
-    assert conflicts > 0
-    assert filtered > 0 and kept > 0, (filtered, kept, trainer.h_ini)
+    assert seen["conflicts"] > 0
+    assert seen["filtered"] > 0 and seen["kept"] > 0, (seen, trainer.h_ini)
+    # One policy iteration, aligned with the accumulation window: no old-log-prob forward ran,
+    # so ⟨H⟩ came from the loss forward itself (no extra forward).
+    assert all("old_per_token_logps" not in inputs for inputs in losses)
 
 
 def test_loss_is_eq7_recomputed_independently(gtpo_run):
     trainer, _, losses, _, _ = gtpo_run
-    inputs = losses[-1]
+    inputs = dict(losses[-1])
     model = trainer.model
     model.train()
     loss = trainer._compute_loss(model, inputs)
-    entropy, logprobs = reference_entropies(model, inputs)
-    mask = inputs["completion_mask"].bool()
-    # Eq. 7 with one iteration per batch: r = π_θ / π_θ_old, equal to 1 but carrying the gradient.
-    ratio = torch.exp(logprobs - logprobs.detach())
-    length = mask.sum(-1)
-    surrogate = (inputs["advantages"] * ratio * mask).sum(-1) / length
-    mean_entropy = (entropy * mask).sum(-1) / length
-    objective = surrogate - trainer.gtpo_config.gamma * mean_entropy
-    expected = -objective.mean() / trainer.current_gradient_accumulation_steps
+    expected = eq7_loss(trainer, model, inputs, trainer.gtpo_config.gamma)
     torch.testing.assert_close(loss, expected, atol=1e-5, rtol=1e-4)
     params = [p for p in model.parameters() if p.requires_grad]
     got = torch.autograd.grad(loss, params, retain_graph=False)
@@ -165,7 +75,7 @@ def test_loss_is_eq7_recomputed_independently(gtpo_run):
 
 
 def test_metrics_and_rewards_reach_trl_logs(gtpo_run):
-    trainer, batches, _, served, _ = gtpo_run
+    trainer, generations, _, served, _ = gtpo_run
     logged = [row for row in trainer.state.log_history if "loss" in row]
     assert len(logged) == 2
     for row in logged:
@@ -175,7 +85,7 @@ def test_metrics_and_rewards_reach_trl_logs(gtpo_run):
         assert row["gtpo/h_ini"] == pytest.approx(trainer.h_ini)
         assert 0 <= row["rewards/format"] <= 10 and 0 <= row["rewards/accuracy"] <= 10
     # Every completion of both steps was scored over HTTP, one request each.
-    assert served == sum(len(raw) for _, raw, _ in batches)
+    assert served == sum(len(raw) for _, raw, _ in generations)
 
 
 def test_h_ini_survives_a_checkpoint_resume(gtpo_run, task):
@@ -198,10 +108,10 @@ def test_h_ini_survives_a_checkpoint_resume(gtpo_run, task):
 def test_grpo_mode_is_trls_own_loss(task, tmp_path):
     args = make_args(tmp_path, max_steps=1)
     trainer = make_trainer(task, args, GTPOConfig(algo="grpo"))
-    batches, losses = capture(trainer)
+    generations, losses = capture(trainer)
     trainer.train()
-    batch, raw, _ = batches[0]
-    assert batch["advantages"].dim() == 1  # TRL's advantages, untouched
+    batch, raw, _ = generations[0]
+    assert losses[0]["advantages"].dim() == 1  # TRL's advantages, untouched
     torch.testing.assert_close(batch["advantages"], raw)
     assert trainer.h_ini is None  # no δ, so nothing to measure
     assert trainer.state.log_history[0]["gtpo/conflict_frac_pos"] == 0
@@ -213,7 +123,8 @@ def test_grpo_mode_is_trls_own_loss(task, tmp_path):
     trainer.model.train()
     inputs = losses[0]
     torch.testing.assert_close(
-        trainer._compute_loss(trainer.model, inputs), plain._compute_loss(plain.model, inputs)
+        trainer._compute_loss(trainer.model, dict(inputs)),
+        plain._compute_loss(plain.model, dict(inputs)),
     )
 
 
@@ -291,30 +202,59 @@ def test_advantage_form_folds_the_entropy_into_trls_advantages(task, tmp_path):
     gamma = 2.0
     config = GTPOConfig(entropy_form="advantage", gamma=gamma, h_ini=0.5)
     trainer = make_trainer(task, args, config)
-    batches, losses = capture(trainer)
+    generations, losses = capture(trainer)
     trainer.train()
-    batch, raw, mean_entropy = batches[0]
+    batch, raw, mean_entropy = generations[0]
     mask = batch["completion_mask"].bool()
-    kept = signs_matter = 0
+    signs_matter = 0
     for start in range(0, len(raw), G):
         rows = range(start, start + G)
         tokens = [batch["completion_ids"][i][mask[i]].tolist() for i in rows]
         shifted = [float(raw[i] - gamma * mean_entropy[i]) for i in rows]
-        weights = reference_weights(tokens, [float(raw[i]) for i in rows])
-        signs_matter += weights != reference_weights(tokens, shifted)
-        for i, row, a in zip(rows, weights, shifted, strict=True):
-            delta = reference_delta(float(mean_entropy[i]), 0.5)
-            expected = torch.tensor(row) * delta * a
-            torch.testing.assert_close(batch["advantages"][i][mask[i]], expected, atol=1e-4, rtol=0)
-            kept += delta == 1
-    assert kept > 0, "everything filtered: the check would be vacuous"
+        signs_matter += reference_weights(tokens, [float(raw[i]) for i in rows]) != (
+            reference_weights(tokens, shifted)
+        )
     assert signs_matter > 0, "λ from the shifted advantages would be the same: check is moot"
+    expected, seen = expected_advantages(generations, 0.5, gamma=gamma)
+    assert check_loss_advantages(losses, expected) == len(raw)
+    assert seen["kept"] > 0, "everything filtered: the check would be vacuous"
     model = trainer.model
     model.train()
-    inputs = losses[0]
+    inputs = dict(losses[0])
     loss = trainer._compute_loss(model, inputs)
-    _, logprobs = reference_entropies(model, inputs)
-    ratio = torch.exp(logprobs - logprobs.detach())
-    surrogate = (inputs["advantages"] * ratio * mask).sum(-1) / mask.sum(-1)
-    expected = -surrogate.mean() / trainer.current_gradient_accumulation_steps
-    torch.testing.assert_close(loss, expected, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(loss, eq7_loss(trainer, model, inputs, 0.0), atol=1e-5, rtol=1e-4)
+
+
+# (gradient_accumulation_steps, steps_per_generation, num_iterations): the batch shapes users
+# set. Aligned ones use each generation before any optimizer step (⟨H⟩ from the loss forward);
+# the others make TRL run its old-log-prob forward (⟨H⟩ from that forward, at generation).
+SHAPES = {
+    "accumulation": (2, 1, 1),
+    "steps-per-generation-aligned": (2, 2, 1),
+    "steps-per-generation": (1, 2, 1),
+    "iterations": (1, 1, 2),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_batch_shapes_users_set_match_the_paper(task, tmp_path, shape):
+    accumulation, steps_per_generation, iterations = SHAPES[shape]
+    args = make_args(
+        tmp_path, max_steps=2, per_device_train_batch_size=8,
+        gradient_accumulation_steps=accumulation, steps_per_generation=steps_per_generation,
+        num_iterations=iterations,
+    )  # fmt: skip
+    trainer = make_trainer(task, args, GTPOConfig(h_ini_prompts=4))
+    generations, losses = capture(trainer)
+    trainer.train()
+    off_policy = accumulation % (steps_per_generation * iterations) != 0
+    assert all(("old_per_token_logps" in inputs) == off_policy for inputs in losses)
+    expected, seen = expected_advantages(generations, trainer.h_ini)
+    rows = check_loss_advantages(losses, expected)
+    assert rows == 2 * accumulation * 8  # every micro-batch of both optimizer steps checked
+    assert seen["conflicts"] > 0 and seen["kept"] > 0
+    inputs = dict(losses[-1])
+    trainer.model.train()
+    loss = trainer._compute_loss(trainer.model, inputs)
+    expected_loss = eq7_loss(trainer, trainer.model, inputs, trainer.gtpo_config.gamma)
+    torch.testing.assert_close(loss, expected_loss, atol=1e-5, rtol=1e-4)

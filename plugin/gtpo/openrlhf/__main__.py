@@ -30,6 +30,7 @@ from gtpo.openrlhf.flags import (
     parse_gtpo_flags,
     split_argv,
 )
+from gtpo.openrlhf.resume import CheckpointNotShared
 from gtpo.openrlhf.rewards import root_message
 from gtpo.reward_client import RewardServerError
 
@@ -105,9 +106,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except GTPOConfigError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
-    except RewardServerError as exc:
-        # Raised in a rollout actor and re-raised through Ray, whose errors keep the class of
-        # their cause; the message is the cause's, without Ray's tracebacks.
+    except (RewardServerError, CheckpointNotShared) as exc:
+        # Raised in a Ray actor (a rollout actor, the controller) and re-raised through Ray,
+        # whose errors keep the class of their cause; the message is the cause's, without Ray's
+        # tracebacks.
         logger.error("training stopped: %s", root_message(exc))
         raise SystemExit(1) from None
     finally:

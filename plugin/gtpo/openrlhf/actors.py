@@ -25,6 +25,7 @@ settings read through `compat`'s `Arg`s.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -45,6 +46,7 @@ from gtpo import LN2, completion_entropy, state, token_entropy
 from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
+from gtpo.openrlhf.resume import check_checkpoint_shared
 from gtpo.openrlhf.rewards import rollout_reward_client
 from gtpo.reward_client import RewardServerError
 
@@ -202,6 +204,31 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
             handle.remove()
 
 
+def rank_padded_samples(samples: list[Any], ranks: int) -> tuple[list[Any], int]:
+    """`samples` followed by repeats of them, so that there are at least `ranks` (every rank
+    needs a micro-batch of its own, and OpenRLHF's dynamic batching partitions samples into at
+    least one micro-batch per rank). Returns (samples, how many were real). The repeats are
+    copies: OpenRLHF numbers each sample it splits (`index`), and the real ones keep 0..N−1.
+    """
+    real = len(samples)
+    if real == 0:
+        raise RuntimeError("no samples to measure H_ini on")
+    extra = [copy.copy(samples[k % real]) for k in range(max(0, ranks - real))]
+    return [*samples, *extra], real
+
+
+def balanced_micro_batches(micro_batches: list[Any], ranks: int) -> list[Any]:
+    """`micro_batches` padded with repeats to a multiple of `ranks` micro-batches.
+
+    `RayActorGroup.async_run_method_batch` gives rank r the micro-batches r·c … r·c+c−1 with
+    c = ceil(M / ranks); with M a multiple of `ranks` every rank gets exactly M / ranks.
+    """
+    if not micro_batches:
+        raise RuntimeError("no micro-batches to measure H_ini on")
+    missing = -len(micro_batches) % ranks
+    return [*micro_batches, *(micro_batches[k % len(micro_batches)] for k in range(missing))]
+
+
 class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
     """OpenRLHF's experience maker, with GTPO's λ·δ on its group_norm or dr_grpo advantages."""
 
@@ -244,18 +271,32 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
     def completion_entropies(self, rollout_samples: list[Any]) -> torch.Tensor:
         """⟨H⟩_i of each sample under the current policy: the policy actors' forward only. [N].
 
-        Used for H_ini: the same forward, split and dispatch as make_experience, without the
-        reference, critic or KL work.
+        Used for H_ini: the same forward, split and dispatch as make_experience (multimodal
+        inputs included), without the reference, critic or KL work. OpenRLHF's dispatch gives
+        each data-parallel rank a ceil-sized share of the micro-batches, so H_ini's count
+        (--gtpo.h_ini_prompts × G, which users do not size) would leave ranks with different
+        numbers of forwards: a ValueError with fewer micro-batches than ranks, and under ZeRO-3
+        (a parameter all-gather in every forward) busier ranks waiting on idle ones until the
+        collective timeout. `balanced_micro_batches` pads the work with uncounted repeats so
+        every rank runs the same number of forwards.
         """
-        self._forward_entropy = None
-        samples_list = self.split_rollout_samples(rollout_samples)
         args = self.strategy.args
+        samples, real = rank_padded_samples(rollout_samples, compat.data_parallel_size(args))
+        micro_batches = balanced_micro_batches(
+            self.split_rollout_samples(samples), compat.data_parallel_size(args)
+        )
+        forward_kwargs = {
+            "sequences": [s.sequences for s in micro_batches],
+            "action_mask": [s.action_mask for s in micro_batches],
+            "attention_mask": [s.attention_mask for s in micro_batches],
+        }
+        if any(s.mm_train_inputs for s in micro_batches):  # as make_experience passes them
+            forward_kwargs["mm_train_inputs_list"] = [s.mm_train_inputs for s in micro_batches]
+        self._forward_entropy = None
         ref = self._dispatch_forward(
             self.actor_model_group,
             compat.COLOCATE_ALL.get(args) or compat.COLOCATE_ACTOR_REF.get(args),
-            sequences=[s.sequences for s in samples_list],
-            action_mask=[s.action_mask for s in samples_list],
-            attention_mask=[s.attention_mask for s in samples_list],
+            **forward_kwargs,
         )
         self._flatten_results(
             ref, compat.RING_ATTN_SIZE.get(args) * compat.TENSOR_PARALLEL_SIZE.get(args)
@@ -266,7 +307,13 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
                 "the policy actors did not return completion entropies; the actor group must be "
                 "built from gtpo.openrlhf.actors (start training with gtpo-openrlhf)"
             )
-        return torch.cat(entropies).float()
+        # Rows of the real samples, in rollout order; the padding (repeats) is dropped.
+        by_index = {}
+        for batch, entropy in zip(micro_batches, entropies, strict=True):
+            for index, value in zip(batch.index, entropy.tolist(), strict=True):
+                if index < real:
+                    by_index[index] = value
+        return torch.tensor([by_index[i] for i in range(real)], dtype=torch.float32, device="cpu")
 
     def compute_advantages_and_returns(self, experiences):
         experiences = super().compute_advantages_and_returns(experiences)
@@ -307,6 +354,12 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
 
     def init_checkpoint_states(self):
         states = super().init_checkpoint_states()
+        if compat.CKPT_LOAD.get(self.args):
+            check_checkpoint_shared(
+                states,
+                ray.get(self.actor_model_group.async_run_method(method_name=compat.CKPT_STATES)),
+                compat.CKPT_PATH.get(self.args),
+            )
         h_ini = state.restore_h_ini(states, self.gtpo.h_ini)
         if h_ini is None:
             if states.get("global_step", 0) > 0:

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import itertools
 import importlib.util
+import itertools
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -107,6 +107,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "PolicyModelActor._default_options",
         "PolicyModelActor.__ray_actor_class__.init_model_from_pretrained",
         "PolicyModelActor.__ray_actor_class__.forward",
+        "PolicyModelActor.__ray_actor_class__.get_checkpoint_states",
         "ActorPPOTrainer.training_step",
         "merge_mm_train_inputs",
     ),
@@ -118,6 +119,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 # GTPOPolicyModelActor), and the actor-group call OpenRLHF's _dispatch_forward makes after it.
 FORWARD_WITH_ENTROPY = "forward_with_entropy"
 EMPTY_CACHE = "empty_cache"
+# The policy actors' method that returns the client states of the checkpoint each one loaded.
+CKPT_STATES = "get_checkpoint_states"
 
 # get_loss_batch_info's keys: the global token and sample counts the loss is normalised with.
 BATCH_NUM_TOKENS = "batch_num_tokens"
@@ -179,6 +182,10 @@ POLICY_LOSS_TYPE = Arg("actor.policy_loss_type")
 ENTROPY_COEF = Arg("actor.entropy_coef")
 LOSS_AGG_MODE = Arg("actor.loss_agg_mode")
 REWARD_CLIP_RANGE = Arg("reward.clip_range")  # clamps the *shaped* rewards (default ±10)
+CKPT_LOAD = Arg("ckpt.load_enable")
+CKPT_PATH = Arg("ckpt.path")
+ACTOR_NODES = Arg("actor.num_nodes")
+ACTOR_GPUS_PER_NODE = Arg("actor.num_gpus_per_node")
 RING_ATTN_SIZE = Arg("ds.ring_attn_size")
 TENSOR_PARALLEL_SIZE = Arg("ds.tensor_parallel_size")
 VLLM_SLEEP = Arg("vllm.enable_sleep")
@@ -187,8 +194,16 @@ ARGS = (
     ADVANTAGE_ESTIMATOR, GROUP_SIZE, ROLLOUT_BATCH_SIZE, TRAIN_BATCH_SIZE, MAX_EPOCHS, ASYNC,
     PARTIAL_ROLLOUT, AGENT_FUNC, DYNAMIC_BATCH, COLOCATE_ALL, COLOCATE_ACTOR_REF, KL_COEF,
     KL_LOSS, POLICY_LOSS_TYPE, ENTROPY_COEF, LOSS_AGG_MODE, RING_ATTN_SIZE, TENSOR_PARALLEL_SIZE,
-    VLLM_SLEEP, REWARD_CLIP_RANGE,
+    VLLM_SLEEP, REWARD_CLIP_RANGE, ACTOR_NODES, ACTOR_GPUS_PER_NODE, CKPT_LOAD, CKPT_PATH,
 )  # fmt: skip
+
+
+def data_parallel_size(args: Any) -> int:
+    """The policy's data-parallel ranks: the actor group's chunks in async_run_method_batch
+    (GPUs ÷ ring-attention size ÷ tensor-parallel size)."""
+    gpus = ACTOR_NODES.get(args) * ACTOR_GPUS_PER_NODE.get(args)
+    return max(1, gpus // (RING_ATTN_SIZE.get(args) * TENSOR_PARALLEL_SIZE.get(args)))
+
 
 GROUP_NORM = "group_norm"  # ADVANTAGE_ESTIMATOR: (R_i − mean) / std within each prompt's group
 # ADVANTAGE_ESTIMATOR: R_i − mean within each prompt's group, no division by the std (the

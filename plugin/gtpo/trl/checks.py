@@ -24,6 +24,18 @@ LOSS_TYPE_REASONS = {
 }
 
 
+# Why each vLLM importance-sampling mode but token_truncate breaks Eq. 7 (TRL 1.16's default is
+# sequence_mask).
+IS_MODE_REASONS = {
+    "sequence_mask": "it drops whole completions whose sequence-level ratio leaves the bounds, "
+    "the same whole-completion drop refused for off_policy_mask_threshold",
+    "token_mask": "it drops single tokens from the loss, so λ's per-token weights (Eq. 5) no "
+    "longer apply to them",
+    "sequence_truncate": "it weights every token of a completion by one sequence-level ratio "
+    "(a product over all its tokens), which changes each completion's share of Eq. 7's mean",
+}
+
+
 def trl_refusals(
     args: Any, gtpo: GTPOConfig, *, tools: Any = None, rollout_func: Any = None, env: Any = None
 ) -> list[str]:
@@ -33,6 +45,13 @@ def trl_refusals(
         problems.append(
             f"num_generations is {args.num_generations}; GTPO compares the G completions of a "
             "prompt (advantages, conflict tokens), so pass num_generations >= 2 (paper: 12)."
+        )
+    if gtpo.reward_timeout >= args.ddp_timeout:
+        problems.append(
+            f"GTPOConfig(reward_timeout={gtpo.reward_timeout:g}) is not below ddp_timeout="
+            f"{args.ddp_timeout}: while one process retries the reward server, the others wait "
+            "in TRL's reward gather and would hit the collective timeout first. Lower "
+            "reward_timeout or raise ddp_timeout."
         )
     if not gtpo.is_gtpo:
         return problems
@@ -60,13 +79,6 @@ def trl_refusals(
             "policy did not sample (tool results), and Eq. 5 counts positions over all of them; "
             "train tool use with GTPOConfig(algo='grpo') or without them."
         )
-    local_batch = args.per_device_train_batch_size * args.steps_per_generation
-    if local_batch % args.num_generations:
-        problems.append(
-            f"per_device_train_batch_size × steps_per_generation = {local_batch} is not a "
-            f"multiple of num_generations = {args.num_generations}: each process must hold whole "
-            "groups, since λ (Eq. 5) compares the completions of one prompt."
-        )
     return problems
 
 
@@ -85,6 +97,15 @@ def _other_loss_changes(args: Any, gtpo: GTPOConfig) -> list[str]:
             f"to Eq. 7's penalty γ⟨H⟩_i. Pass entropy_coef=0.0 and set γ with "
             f"GTPOConfig(gamma=...) (now {gtpo.gamma})."
         )
+    if args.use_vllm and args.vllm_importance_sampling_correction:
+        mode = args.vllm_importance_sampling_mode
+        if mode != "token_truncate":
+            problems.append(
+                f"vllm_importance_sampling_mode is {mode!r}: {IS_MODE_REASONS.get(mode, '')}. "
+                "Pass vllm_importance_sampling_mode='token_truncate' (each token's ratio to "
+                "vLLM's sampler, clipped: Eq. 7's per-token terms, each corrected), or "
+                "vllm_importance_sampling_correction=False."
+            )
     if args.off_policy_mask_threshold is not None:
         problems.append(
             "off_policy_mask_threshold drops whole negative-advantage completions from the loss, "

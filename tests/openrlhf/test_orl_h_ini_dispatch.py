@@ -1,0 +1,143 @@
+"""H_ini's forwards over many data-parallel ranks: every rank runs the same number of forwards,
+whatever the prompts, G, micro-batch size and rank count, and the images of a VLM's samples go
+with them.
+
+Real OpenRLHF code does the splitting: `RemoteExperienceMaker.split_rollout_samples` makes the
+micro-batches (`Experience.concat_experiences`), `RayActorGroup.async_run_method_batch` cuts
+them into one chunk per rank exactly as it does on a cluster, and `_flatten_results` gathers
+them. Only the Ray actors are replaced, by handlers that record what each rank was given and
+answer with a known entropy per sample (a rank needs a GPU; `ray.put` and `ray.get` pass values
+through). The end-to-end runs (2 ranks under ZeRO-3, fewer micro-batches than ranks) are in
+test_orl_fit.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("openrlhf")
+pytest.importorskip("deepspeed")
+
+import ray
+from openrlhf.trainer.ppo_utils.experience import Experience
+from openrlhf.trainer.ray.launcher import RayActorGroup
+
+from gtpo.openrlhf import actors, compat
+
+
+class Rank:
+    """One policy actor: records the forwards it ran; ⟨H⟩ of a row is its first token id."""
+
+    def __init__(self) -> None:
+        self.forwards: list[dict] = []
+        self.execute_batch = SimpleNamespace(remote=self._execute_batch)
+
+    def _execute_batch(self, method_name: str, all_data: dict, start: int, end: int) -> list:
+        assert method_name == compat.FORWARD_WITH_ENTROPY
+        chunk = {key: values[start:end] for key, values in all_data.items()}
+        out = []
+        for i in range(end - start):
+            self.forwards.append({key: values[i] for key, values in chunk.items()})
+            sequences = chunk["sequences"][i]
+            out.append(actors.ActorForward(sequences.float(), sequences[:, 0].float()))
+        return out
+
+
+def args_for(
+    micro_batch: int, ranks: int, *, dynamic: bool = False, ring: int = 1, tp: int = 1
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        train=SimpleNamespace(
+            dynamic_batch_enable=dynamic, colocate_all=False, colocate_actor_ref=False
+        ),
+        rollout=SimpleNamespace(micro_batch_size=micro_batch, max_tokens_per_gpu=64),
+        actor=SimpleNamespace(num_nodes=1, num_gpus_per_node=ranks * ring * tp),
+        ds=SimpleNamespace(ring_attn_size=ring, tensor_parallel_size=tp),
+    )
+
+
+def maker(args: SimpleNamespace, ring: int = 1, tp: int = 1) -> tuple:
+    """A GTPOExperienceMaker with OpenRLHF's split and dispatch, over recording ranks."""
+    group = object.__new__(RayActorGroup)  # its __init__ starts Ray actors
+    group.duplicate_actors = ring * tp
+    handlers = [Rank() for _ in range(args.actor.num_nodes * args.actor.num_gpus_per_node)]
+    group._actor_handlers = handlers
+    experience_maker = object.__new__(actors.GTPOExperienceMaker)
+    experience_maker.strategy = SimpleNamespace(args=args)
+    experience_maker.args = args
+    experience_maker.tokenizer = SimpleNamespace(pad_token_id=0)
+    experience_maker.actor_model_group = group
+    experience_maker._forward_entropy = None
+    return experience_maker, handlers
+
+
+def samples(n: int, images: bool = False) -> list[Experience]:
+    """n rollout samples of different lengths; sample k's first token id is k + 1."""
+    out = []
+    for k in range(n):
+        length = 3 + k % 4
+        sequences = torch.full((1, length), 7, dtype=torch.long)
+        sequences[0, 0] = k + 1
+        out.append(
+            Experience(
+                sequences=sequences,
+                attention_mask=torch.ones(1, length, dtype=torch.long),
+                action_mask=torch.ones(1, length - 1, dtype=torch.bool),
+                total_length=torch.tensor([length]),
+                mm_train_inputs=[{"pixel_values": torch.full((2, 2), float(k))}] if images else [],
+            )
+        )
+    return out
+
+
+@pytest.fixture(autouse=True)
+def ray_passes_values(monkeypatch):
+    monkeypatch.setattr(ray, "put", lambda value: value)
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+
+
+# (prompts, G, rollout micro-batch, data-parallel ranks), a grid plus the cases that failed: 100
+# prompts × G = 8 in micro-batches of 16 on 64 ranks (50 micro-batches, fewer than ranks), and
+# 100 micro-batches over 16 ranks (14 ranks get 7, one 2, one 0).
+GRID = [
+    *itertools.product((1, 3, 5), (2, 4, 8), (1, 3, 4, 16), (1, 2, 3, 4, 8, 64)),
+    (100, 8, 16, 64),
+    (100, 8, 8, 16),
+    (3, 4, 4, 2),  # the fit() run that hung under ZeRO-3: 3 micro-batches over 2 ranks
+    (1, 4, 4, 2),  # and the one that raised: 1 micro-batch, 2 ranks
+]
+
+
+@pytest.mark.parametrize(("prompts", "group", "micro_batch", "ranks"), GRID)
+def test_every_rank_runs_the_same_number_of_h_ini_forwards(prompts, group, micro_batch, ranks):
+    experience_maker, handlers = maker(args_for(micro_batch, ranks))
+    entropies = experience_maker.completion_entropies(samples(prompts * group))
+    counts = [len(h.forwards) for h in handlers]
+    assert min(counts) == max(counts) >= 1, counts
+    # Every real sample measured once, in rollout order; the repeats are not counted.
+    assert entropies.tolist() == [float(k + 1) for k in range(prompts * group)]
+
+
+@pytest.mark.parametrize(("n", "ranks", "ring", "tp"), [(6, 4, 1, 1), (2, 4, 1, 1), (9, 2, 2, 1)])
+def test_dynamic_batching_and_ring_groups_are_balanced_too(n, ranks, ring, tp):
+    args = args_for(4, ranks, dynamic=True, ring=ring, tp=tp)
+    experience_maker, handlers = maker(args, ring, tp)
+    entropies = experience_maker.completion_entropies(samples(n))
+    counts = [len(h.forwards) for h in handlers]
+    assert min(counts) == max(counts) >= 1, counts
+    assert entropies.tolist() == [float(k + 1) for k in range(n)]
+
+
+def test_vlm_inputs_go_with_the_h_ini_forward():
+    """make_experience passes each micro-batch's processed images to the policy's forward; the
+    H_ini forward must too, or a VLM's entropy is measured without its images."""
+    experience_maker, handlers = maker(args_for(2, 2))
+    experience_maker.completion_entropies(samples(4, images=True))
+    for forward in (f for h in handlers for f in h.forwards):
+        first_tokens = forward["sequences"][:, 0].tolist()
+        pixels = [inputs["pixel_values"][0, 0].item() for inputs in forward["mm_train_inputs_list"]]
+        assert pixels == [t - 1.0 for t in first_tokens]
