@@ -405,11 +405,12 @@ def read(text: str) -> Reading:
         listed = all(g in _JOINERS or g == "," for g in _between(prev, run, tokens, words))
         if prev in candidates and run not in candidates and not run.context and listed:
             candidates.append(run)
+    weak = [r for r in runs if r.value and r.weak and not r.hedged]
     # Never a number after "of": "the reciprocal of 42", "half of 36" name another value.
-    weak = [r for r in runs if r.value and r.weak and not r.hedged and words[r.first - 1] != "of"]
-    if not candidates and len(weak) == 1 and not any(r.hedged for r in runs):
+    alone = len(weak) == 1 and words[weak[0].first - 1] != "of"
+    if not candidates and alone and not any(r.hedged for r in runs):
         # The only number the sentence states, after a preposition: "the car travels at 60
-        # mph", "…, leaving him with 5 apples".
+        # mph", "…, leaving him with 5 apples", "she needs to buy 3 more bags".
         candidates = weak
     differences = [r for r in candidates if _comparative(r, tokens, words)]
     if differences and len(differences) < len(candidates):
@@ -456,7 +457,13 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
         and w2 in _PREPOSITIONS
         and not tokens[run.first - 2].stop
     )
-    if w1 in _CONTEXT_BEFORE or ((w1 in _ADJECTIVES or gerund) and w2 in _CONTEXT_BEFORE):
+    # "ways to choose 3 books", "to drive 100 miles": the object of an infinitive
+    infinitive = w2 == "to" and w1 is not None and w1 not in _NOT_UNITS
+    if (
+        w1 in _CONTEXT_BEFORE
+        or ((w1 in _ADJECTIVES or gerund) and w2 in _CONTEXT_BEFORE)
+        or infinitive
+    ):
         run.context = True
         run.weak = w1 not in _CONDITIONS
     # "one of them", "one another": a pronoun, not the number 1
@@ -491,15 +498,23 @@ def _comparative(run: _Run, tokens: list[_Token], words: list[str | None]) -> bo
 
 
 def _mark_conditions(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> None:
-    """A clause that opens with a condition ("if each of the 5 workers paints 4 walls, …",
-    "given that each bag has 6 candies, …") is context up to its punctuation."""
+    """A clause that a condition opens ("if each of the 5 workers paints 4 walls, …", "…
+    when her brother turns 12") is context up to its punctuation or the end."""
+    starts = {run.first for run in runs if run.value}
     start = None
     for i, tok in enumerate(tokens):
-        if words[i] in _CONDITIONS and (i == 0 or tokens[i - 1].stop):
+        if words[i] in _CONDITIONS and start is None:
             start = i
-        if start is not None and tok.stop in (",", ";", ".", ":", "!", "?"):
+            continue
+        # The clause also ends at the main verb: "the remainder when N is divided by 7 is 2".
+        j = i + 1
+        while j < len(tokens) and words[j] in _FILLERS:
+            j += 1
+        main_verb = words[i] in _COPULAS and j in starts
+        if start is not None and (tok.stop or i == len(tokens) - 1 or main_verb):
+            end = i - 1 if main_verb else i
             for run in runs:
-                if start < run.first and run.last <= i:
+                if start < run.first and run.last <= end:
                     run.context, run.weak = True, False
             start = None
 
