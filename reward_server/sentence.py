@@ -344,8 +344,12 @@ def _word(tokens: list[_Token], i: int) -> str | None:
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\\A-Za-z])[aAI](?![A-Za-z])")
 _UNIT_WORDS = UNIT_NAMES.keys() | _words("square sq cubic units unit percent")
 _SENTENCE_WORDS = (
-    _CONTEXT_BEFORE | _COPULAS | _CONCLUSIONS | _words("she he they it we you there i")
+    _CONTEXT_BEFORE
+    | _COPULAS
+    | _CONCLUSIONS
+    | _words("she he they it we you there i that this what which who answer")
 ) - {"per"}
+_CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
 
 
 def is_sentence(text: str) -> bool:
@@ -358,7 +362,7 @@ def is_sentence(text: str) -> bool:
         return False
     count = 0
     for tok in _tokens(text):
-        w = tok.text.lower()
+        w = _CONTRACTION.sub("", tok.text.lower())  # "it's", "that's": "it", "that"
         if tok.kind != "word" or w in _JOINERS or w in _UNIT_WORDS:
             continue
         if w in _SENTENCE_WORDS or tok.stop == ":":  # "Total: $45" is a label and its value
@@ -395,8 +399,7 @@ def read(text: str) -> Reading:
             run.hedged = run.context = True
     _mark_conditions(runs, tokens, words)
     _mark_subject(runs, tokens, words)
-    if _mark_premises(runs, tokens, words):
-        return Reading(None, Reason.SEVERAL_CANDIDATES)
+    answered = _mark_premises(runs, tokens, words)
 
     if any(_false_step(r.text) for r in runs if r.context):
         return Reading(None, Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
@@ -437,6 +440,8 @@ def read(text: str) -> Reading:
     value = (" or " if alternatives else ", ").join(items)
     if words[last[0].first - 1 : last[0].first] in (["negative"], ["minus"]):
         value = "-" + value
+    if answered and not _restatements([value, *(_with_unit(r, tokens, words) for r in answered)]):
+        return Reading(None, Reason.SEVERAL_CANDIDATES)  # "the answer is 20, so 18"
     return Reading(value)
 
 
@@ -545,29 +550,33 @@ def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None
 _WHICH_VERBS = _COPULAS | _words("makes gives leaves means totals brings comes adds")
 
 
-def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> bool:
+def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> list[_Run]:
     """Numbers before the last conclusion word that a value follows are the working. Returns
-    True when that working already stated an answer (a second candidate)."""
+    the values that working already stated as an answer ("the answer is 20, so 18"): the
+    conclusion must restate them, or they are a second candidate."""
     cut = None
     for i, w in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else None
         # "…, which is 120 plants" and "…, for a total of 72" conclude as well
         previous = words[i - 1] if i else None  # "5 of which are red" concludes nothing
-        concluding = (w == "which" and following in _WHICH_VERBS and previous != "of") or (
-            w == "total" and following == "of"
+        concluding = (
+            (w == "which" and following in _WHICH_VERBS and previous != "of")
+            or (w == "total" and following == "of")
+            or (w in _ANSWER_WORDS and (tokens[i].stop == ":" or following in _COPULAS))
         )
         if (w in _CONCLUSIONS or concluding) and any(
             r.first > i and r.value and (r.weak or not r.context) for r in runs
         ):
             cut = i
     if cut is None:
-        return False
+        return []
+    answered = []
     if any(w in _ANSWER_WORDS for w in words[:cut]):
-        return any(r.value and r.last < cut and not r.context for r in runs)
+        answered = [r for r in runs if r.value and r.last < cut and not r.context]
     for run in runs:
         if run.last < cut:
             run.context, run.weak = True, False
-    return False
+    return answered
 
 
 def _between(a: _Run, b: _Run, tokens: list[_Token], words: list[str | None]) -> list[str]:

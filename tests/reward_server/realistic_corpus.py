@@ -512,6 +512,51 @@ CORRECT: list[Block] = [
             ("There are 6 red, 4 blue and 5 green marbles, so 15 marbles in all.", gsm8k("15")),
         ],
     ),
+    # A third round, written after the second: all passed but two that led to rules (an
+    # "Answer:" label concludes the working before it; "It's 42." is a sentence).
+    *_rows(
+        "sentence",
+        True,
+        [
+            (
+                "First, 3 packs of 12 pens is 36 pens. Then she gives away 10, "
+                "so she has 26 pens left.",
+                gsm8k("26"),
+            ),
+            ("The cost per person is $\\frac{\\$90}{6} = \\$15$.", gsm8k("15")),
+            ("He saves $40 each month, so after 6 months he has $240.", gsm8k("240")),
+            ("Let $x$ be the number of cats. Then $x = 7$.", gsm8k("7")),
+            ("Step 1: 5 x 4 = 20. Step 2: 20 + 5 = 25. Answer: 25", gsm8k("25")),
+            ("25 students", gsm8k("25")),
+            ("25 students passed the exam.", gsm8k("25")),
+            ("Twenty-five students passed.", gsm8k("25")),
+            ("The answer is 3/5.", math("\\frac35")),
+            ("The answer is 0.6", math("\\frac35")),
+            ("x=3, y=-1", math("(3,-1)")),
+            ("The solution is $(x, y) = (3, -1)$.", math("(3,-1)")),
+            ("The length of $\\overline{AB}$ is $4\\sqrt{2}$.", math("4\\sqrt2")),
+            ("$\\angle BAC = 45^{\\circ}$", gsm8k("45")),
+            ("The answer is $\\boxed{\\text{(D)}}$.", math("\\text{(D)}")),
+            ("It costs 25 cents.", gsm8k("25")),
+            ("She ran 5 km in 30 minutes.", gsm8k("5")),
+            ("In the end, Paul has $13 left.", gsm8k("13")),
+            ("The largest of the 3 numbers is 41.", gsm8k("41")),
+            ("After 2 hours the train has traveled 150 miles, which is 75 mph.", gsm8k("75")),
+            ("The fraction of red marbles is $\\frac{2}{7}$.", math("\\frac27")),
+            ("The ratio is 3:2.", math("3:2")),
+            ("The value is $-\\frac{1}{4}$.", math("-\\frac14")),
+            ("The remainder is 0.", gsm8k("0")),
+            ("Nobody wins, so the answer is 0.", gsm8k("0")),
+            ("The total is $\\$1{,}250.00$.", gsm8k("1250")),
+            ("$\\textbf{Answer: } 42$", gsm8k("42")),
+            ("I calculated 42, and I'm confident it is correct.", gsm8k("42")),
+            ("It's 42.", gsm8k("42")),
+            ("That's 42 marbles.", gsm8k("42")),
+            ("42 is the final answer.", gsm8k("42")),
+            ("The answer is 18. So the answer is 18.", gsm8k("18")),
+            ("Janet earns $20 on Monday. The answer is 18.", gsm8k("18")),
+        ],
+    ),
     # ---------------------------------------------------------------- AIME-style integers
     *_rows(
         "aime",
@@ -734,6 +779,29 @@ WRONG: list[Block] = [
             ),
             ("The zeros of $f$ are $x = -1$, $x = 2$, and $x = 4$.", math("-1, 2"), "a third zero"),
             ("We have $f(4) = 4^2 - 3 \\cdot 4 + 1 = 6$.", gsm8k("6"), "a false step"),
+        ],
+    ),
+    *_why(
+        "third_round",
+        [
+            ("Bob is 12 and his sister is 9.", gsm8k("9"), "two values, two people"),
+            (
+                "After 2 hours the train has traveled 150 miles, which is 75 mph.",
+                gsm8k("150"),
+                "the conclusion is the speed",
+            ),
+            ("She ran 5 km in 30 minutes.", gsm8k("30"), "30 is context"),
+            ("It costs 25 cents.", math("\\$25"), "cents, not dollars"),
+            ("The largest of the 3 numbers is 41.", gsm8k("3"), "3 is context"),
+            (
+                "First, 3 packs of 12 pens is 36 pens. Then she gives away 10, "
+                "so she has 26 pens left.",
+                gsm8k("36"),
+                "36 is the working",
+            ),
+            ("Bob is 12 and his sister is 9.", gsm8k("12"), "two values, two people"),
+            ("The answer is 18. The answer is 20.", gsm8k("18"), "two answers"),
+            ("Janet earns $20 on Monday. The answer is 18.", gsm8k("20"), "the answer is 18"),
         ],
     ),
     # ---------------------------------------------------------------- plainly wrong
