@@ -349,6 +349,7 @@ _SENTENCE_WORDS = (
     | _CONCLUSIONS
     | _words("she he they it we you there i that this what which who answer")
 ) - {"per"}
+_ENVIRONMENT = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.DOTALL)
 _CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
 
 
@@ -360,6 +361,7 @@ def is_sentence(text: str) -> bool:
     y = 7`` and ``Total: $45`` are sentences."""
     if _PROSE_WORD.search(text) is None:  # no word outside commands: most answers
         return False
+    text = _ENVIRONMENT.sub(" ", text)  # "\text{if } x > 0" in a cases block is no prose
     count = 0
     for tok in _tokens(text):
         w = _CONTRACTION.sub("", tok.text.lower())  # "it's", "that's": "it", "that"

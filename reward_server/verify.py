@@ -146,6 +146,8 @@ def read_answer(answer: str, reference: str) -> Verdict | str:
     sentences."""
     if not sentence.is_sentence(answer) or text_form(canonical(reference)) is not None:
         return answer
+    if canonical(answer) == canonical(reference):
+        return answer  # the reference's own words ("x \\text{ if } x > 0"): nothing to read
     reading = sentence.read(answer)
     if reading.value is None:
         return Verdict(False, reading.reason or Reason.PROSE_IN_ANSWER)
