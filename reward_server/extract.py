@@ -209,7 +209,7 @@ def _unwrap_delims(text: str) -> str:
 # first, so that one rule finds every box: two brace-less boxes are a list like two braced ones
 # ("\\boxed 3 or \\boxed 4" is two candidates, never the last one alone).
 _BRACELESS_BOX = re.compile(
-    r"\\(?P<cmd>boxed|fbox)(?![A-Za-z])(?:\s*\{|\s+(?P<token>[^\s{}$,;]+)|(?P<digits>\d+))"
+    r"\\(?P<cmd>boxed|fbox)(?![A-Za-z])(?:\s*\{|\s+(?P<token>[^\s{}$,;\\]+)|(?P<digits>\d+))"
 )
 
 

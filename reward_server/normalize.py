@@ -325,12 +325,15 @@ def _atom(t: list[str], i: int) -> tuple[Fraction, int]:
 def _numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool]) -> bool:
     """Exact equality. A bare number is read in the reference's unit: against ``25\\%`` the
     answer 25 is right and 0.25 is not (it would be 0.25%). An answer p% against a bare
-    reference equals p/100, or p itself when the reference is at least 1 (datasets drop the
-    sign; below 1 the reference reads as a fraction, and p% is a percent of the wrong base)."""
+    reference v equals p when v is above 1 (datasets drop the sign) and p/100 when it is not
+    (the reference is a fraction)."""
     (va, pa), (vb, pb) = answer, reference
     if pa == pb or pb:
         return va == vb
-    return vb == va / 100 or (vb == va and abs(vb) >= 1)
+    # A bare reference above 1 is a percent whose sign the dataset dropped (25 for 25%); one of
+    # at most 1 is a fraction (0.25 for 25%). Either way one reading, so a percent of the
+    # wrong base ("2000%" for 20, "0.25%" for 0.25) is not the reference.
+    return vb == va if abs(vb) > 1 else vb == va / 100
 
 
 # ---------------------------------------------------------------- structures and words

@@ -426,6 +426,8 @@ def read(text: str) -> Reading:
         return Reading(None, Reason.HEDGED_ANSWER)
     if any(run.first > 0 and words[run.first - 1] in _OPERATIONS_BEFORE for run in candidates):
         return Reading(None, Reason.MULTIPLIER_WORD)
+    if any(_operation_after(run, tokens, words) for run in candidates):
+        return Reading(None, Reason.MULTIPLIER_WORD)  # "4 to the power of 2" is 16
     if not candidates:
         hedged = any(r.hedged for r in runs)
         return Reading(None, Reason.HEDGED_ANSWER if hedged else Reason.PROSE_IN_ANSWER)
@@ -491,6 +493,23 @@ _COMPARATIVES = _words(
     "more fewer less longer shorter taller older younger bigger smaller larger higher lower "
     "heavier lighter faster slower cheaper greater"
 )
+
+
+_OPERATIONS_AFTER = _words(
+    "power powers raised times plus minus divided multiplied squared cubed factorial modulo "
+    "mod root"
+)
+
+
+def _operation_after(run: _Run, tokens: list[_Token], words: list[str | None]) -> bool:
+    """An operation in words right after the value (``4 to the power of 2``, ``6 times 3``,
+    ``9 divided by 3``): the sentence names another value."""
+    for i in range(run.last + 1, min(run.last + 5, len(tokens))):
+        if words[i] in _OPERATIONS_AFTER:
+            return True
+        if tokens[i].stop or words[i] is None:
+            return False
+    return False
 
 
 def _comparative(run: _Run, tokens: list[_Token], words: list[str | None]) -> bool:

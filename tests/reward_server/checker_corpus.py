@@ -633,6 +633,8 @@ PAIRS += [
             ("0.25\\%", "0.25", N, "a percent of the wrong base"),
             ("25\\%", "\\frac{1}{4}", Y, "the percent of the fraction"),
             ("50\\%", "50", Y, "the sign dropped by the dataset"),
+            ("2000\\%", "20", N, "a percent of the wrong base: 20 reads as 20%"),
+            ("4 to the power of 2", "4", N, "an operation in words"),
         ],
     ),
     *_group(
