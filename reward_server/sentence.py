@@ -69,13 +69,16 @@ _HEDGES = _words(
 # Words that make the number right after them a bound or an approximation of it.
 _APPROXIMATE = _words(
     "about around approximately approx nearly almost circa some over under above below beyond "
-    "exceeding than between"
+    "exceeding than between like"
 )
 _APPROXIMATE_PAIRS = frozenset(
     {("at", "least"), ("at", "most"), ("up", "to"), ("close", "to"), ("no", "more")}
+    | {("at", "minimum"), ("at", "maximum")}
+    # "as much as 18", "as many as 40": bounds too
+    | {(w, "as") for w in ("much", "many", "little", "few", "high", "low", "large", "small")}
 )
-# "18 or more", "18 or so": a bound after the value.
-_OR_BOUND = _words("more less fewer greater higher lower above below over under so")
+# "18 or more", "18 or so", "give or take": a bound after the value.
+_OR_BOUND = _words("more less fewer greater higher lower above below over under so take")
 _MODAL_HEDGES = frozenset({("could", "be"), ("might", "be"), ("may", "be")})
 # A number after one of these is context: "in 3 days", "every 2 days", "the 3 friends", "if
 # x = 2". "of" after "total" is not ("a total of 18" states 18).
