@@ -68,6 +68,16 @@ def _squeeze_spaces(s: str) -> str:
     return re.sub(r"(?<=.) (?=.)", keep, s)
 
 
+# "\frac12", "\frac\pi2", "\frac1{x}": TeX's one-token arguments, braced for the parser.
+_FRAC_ARG = r"(\\[A-Za-z]+|[0-9A-Za-z]|\{[^{}]*\})"
+_BRACELESS_FRAC = re.compile(r"\\frac\s*" + _FRAC_ARG + r"\s*" + _FRAC_ARG)
+
+
+def _braced_frac(m: re.Match[str]) -> str:
+    a, b = (g[1:-1] if g.startswith("{") else g for g in m.groups())
+    return f"\\frac{{{a}}}{{{b}}}"
+
+
 # "2(5)" is 2·5. The LaTeX parser reads a number before a bracket as a sum (2(5) -> 7), so the
 # product is written out: "2(5)", "(2)(5)" and "3(x+1)" become products.
 _JUXTAPOSED = re.compile(
@@ -89,6 +99,8 @@ def canonical(text: str) -> str:
     s = unwrap_math(s)
     s = _ANSWER_PREFIX.sub("", s)
     s = re.sub(r"\\[dt]frac(?![A-Za-z])", r"\\frac", s)
+    if "\\frac" in s:
+        s = _BRACELESS_FRAC.sub(_braced_frac, s)
     s = re.sub(r"\\(?:left|right)\s*\.", "", s)
     s = _SIZE_CMDS.sub("", s)
     s = _SPACING.sub(" ", _NEGATIVE_SPACE.sub("", s))
