@@ -211,33 +211,40 @@ def metric_sums(
     keep: torch.Tensor,
     completion_entropy: torch.Tensor,
 ) -> dict[str, torch.Tensor]:
-    """The counts `gtpo_metrics` divides, as 0-dim tensors on the inputs' device: they add up
-    over parts of a batch (`metrics_from_sums` turns a sum of them into the metrics)."""
+    """The counts `gtpo_metrics` divides, as 0-dim tensors on the inputs' device (int64 counts,
+    a float32 entropy sum): they add up over parts of a batch, and `metrics_from_sums` turns a
+    sum of them into the metrics."""
     with torch.no_grad():
         real = completion_mask.bool()
         changed = (weights != 1) & real
         positive = (advantages > 0)[:, None] & real
         negative = (advantages < 0)[:, None] & real
         return {
-            "changed_pos": (changed & positive).sum().float(),
-            "tokens_pos": positive.sum().float(),
-            "changed_neg": (changed & negative).sum().float(),
-            "tokens_neg": negative.sum().float(),
-            "filtered": (keep == 0).sum().float(),
-            "completions": torch.full((), float(keep.numel()), device=keep.device),
+            "changed_pos": (changed & positive).sum(),
+            "tokens_pos": positive.sum(),
+            "changed_neg": (changed & negative).sum(),
+            "tokens_neg": negative.sum(),
+            "filtered": (keep == 0).sum(),
+            "completions": torch.full((), keep.numel(), dtype=torch.long, device=keep.device),
             "entropy": completion_entropy.detach().float().sum(),
         }
 
 
-def metrics_from_sums(sums: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """gtpo_metrics' four values from (added-up) `metric_sums`, as 0-dim tensors (0 for an
-    empty part)."""
-    completions = sums["completions"].clamp(min=1)
+def metrics_from_sums(
+    sums: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32
+) -> dict[str, torch.Tensor]:
+    """gtpo_metrics' four values from (added-up) `metric_sums`, as 0-dim tensors of `dtype` on
+    the sums' device (0 for an empty part)."""
+    values = {name: value.to(dtype) for name, value in sums.items()}
+
+    def ratio(part: str, whole: str) -> torch.Tensor:
+        return values[part] / values[whole].clamp(min=1)
+
     return {
-        "conflict_frac_pos": sums["changed_pos"] / sums["tokens_pos"].clamp(min=1),
-        "conflict_frac_neg": sums["changed_neg"] / sums["tokens_neg"].clamp(min=1),
-        "filtered_frac": sums["filtered"] / completions,
-        "entropy_mean": sums["entropy"] / completions,
+        "conflict_frac_pos": ratio("changed_pos", "tokens_pos"),
+        "conflict_frac_neg": ratio("changed_neg", "tokens_neg"),
+        "filtered_frac": ratio("filtered", "completions"),
+        "entropy_mean": ratio("entropy", "completions"),
     }
 
 
@@ -256,7 +263,13 @@ def gtpo_metrics(
     and adds them up over parts of a batch.)
     """
     sums = metric_sums(weights, advantages, completion_mask, keep, completion_entropy)
-    return {name: float(value) for name, value in metrics_from_sums(sums).items()}
+    return host_metrics(sums)
+
+
+def host_metrics(sums: dict[str, torch.Tensor]) -> dict[str, float]:
+    """`metrics_from_sums` as Python numbers, divided in float64 on the CPU (exact ratios)."""
+    on_cpu = {name: value.to("cpu") for name, value in sums.items()}
+    return {k: float(v) for k, v in metrics_from_sums(on_cpu, torch.float64).items()}
 
 
 def gtpo_loss(

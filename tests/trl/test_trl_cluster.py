@@ -116,9 +116,7 @@ def test_chat_prompts_are_scored_through_the_reward_server(task, tmp_path, rewar
     }
     reward = RewardServerReward(reward_server.url)
     args = make_args(tmp_path, max_steps=1, per_device_train_batch_size=G * 4)
-    trainer = make_trainer(
-        (tokenizer, chats), args, GTPOConfig(h_ini=0.5), reward_funcs=[reward]
-    )
+    trainer = make_trainer((tokenizer, chats), args, GTPOConfig(h_ini=0.5), reward_funcs=[reward])
     by_ids = {tuple(tokenizer(p.prompt)["input_ids"]): p.prompt for p in problems}
 
     def scripted(prompt_ids, images, fields, num_generations):

@@ -35,13 +35,13 @@ def make_args(out, **overrides) -> GRPOConfig:
     return GRPOConfig(**values)
 
 
-def make_trainer(task, args, gtpo_config, reward_funcs=None, cls=GTPOTrainer):
+def make_trainer(task, args, gtpo_config, reward_funcs=None, cls=GTPOTrainer, **trl_kwargs):
     tokenizer, dataset = task
     model = build_model(len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id, seed=0)
     extra = {"gtpo_config": gtpo_config} if cls is GTPOTrainer else {}
     return cls(
         model, reward_funcs or [length_reward], args, train_dataset=dataset,
-        processing_class=tokenizer, **extra,
+        processing_class=tokenizer, **extra, **trl_kwargs,
     )  # fmt: skip
 
 
@@ -49,11 +49,16 @@ def row_key(ids: torch.Tensor, mask: torch.Tensor) -> tuple[int, ...]:
     return tuple(ids[mask.bool()].tolist())
 
 
-def capture(trainer):
+def capture(trainer, record_mode=False):
     """Record every generated batch (with ⟨H⟩ of each completion under the policy that sampled
     it, from a plain forward) and every loss micro-batch as the loss saw it (its advantages are
-    final once TRL's loss has run: δ is applied there)."""
+    final once TRL's loss has run: δ is applied there). With `record_mode`, each record is a
+    pair (record, "train" or "eval")."""
     generations, losses = [], []
+
+    def mode():
+        return "train" if trainer.model.training else "eval"
+
     generate = trainer._generate_and_score_completions
 
     def spy(inputs):
@@ -62,14 +67,15 @@ def capture(trainer):
             entropy, _ = reference_entropies(trainer.model, batch)
         mask = batch["completion_mask"].bool()
         mean_entropy = (entropy * mask).sum(-1) / mask.sum(-1)
-        generations.append((dict(batch), batch[ADVANTAGES].clone(), mean_entropy))
+        record = (dict(batch), batch[ADVANTAGES].clone(), mean_entropy)
+        generations.append((record, mode()) if record_mode else record)
         return batch
 
     compute = trainer._compute_loss
 
     def loss_spy(model, inputs):
         loss = compute(model, inputs)
-        losses.append(dict(inputs))
+        losses.append((dict(inputs), mode()) if record_mode else dict(inputs))
         return loss
 
     trainer._generate_and_score_completions = spy

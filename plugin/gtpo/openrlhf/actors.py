@@ -7,14 +7,15 @@ classes at the bottom of this file before `train_ppo_ray` reads them.
 
 - `GTPOPolicyModelActor` (DeepSpeed policy, one per GPU): `forward_with_entropy` is OpenRLHF's
   experience-time forward that also returns each completion's mean entropy ⟨H⟩_i, from the same
-  logits (no second forward).
+  logits (no second forward, one pass over them: `fused.py`).
 - `GTPOExperienceMaker` (inside the trainer): asks the policy actors for that forward, and after
   OpenRLHF's group_norm or dr_grpo advantages weights them by λ·δ
   (`advantages.weight_advantages`).
 - `GTPOPPOTrainer` (the single controller): uses that experience maker, logs the gtpo/* metrics,
   keeps H_ini in checkpoints and watches the entropy.
-- `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean (a forward
-  hook on the actor, `entropy_scaling_forward_hook`, for one training step).
+- `GTPOActorPPOTrainer`: makes OpenRLHF's entropy term Eq. 7's per-completion mean, with the
+  log-probs and entropies of one chunked pass over the logits (`fused.FusedActorForward`, for
+  one training step; the experience-time forward uses it too).
 - `GTPORolloutActor` (the vLLM engine actor): its agent executor keeps one pooled reward client,
   rotates requests over the reward servers, retries for up to --gtpo.reward_timeout seconds and
   stops the run if the service stays down (`rewards.py`).
@@ -27,13 +28,10 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import ray
 import torch
-import torch.distributed as dist
-from openrlhf.models.ring_attn_utils import gather_and_pad_tensor
 from openrlhf.trainer import ppo_trainer as _ppo_trainer
 from openrlhf.trainer.ppo_utils import experience_maker as _experience_maker
 from openrlhf.trainer.ray import ppo_actor as _ppo_actor
@@ -42,10 +40,11 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from openrlhf.utils.logging_utils import init_logger
 from openrlhf.utils.loss_utils import get_loss_batch_info
 
-from gtpo import LN2, completion_entropy, state, token_entropy
+from gtpo import LN2, completion_entropy, state
 from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
+from gtpo.openrlhf.fused import FusedActorForward
 from gtpo.openrlhf.resume import check_checkpoint_shared
 from gtpo.openrlhf.rewards import rollout_reward_client
 from gtpo.reward_client import RewardServerError
@@ -65,31 +64,6 @@ def _device() -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
-
-
-def padded_token_entropy(
-    logits: torch.Tensor,
-    attention_mask: torch.Tensor,
-    packed: bool,
-    ring_attn_group: Any = None,
-) -> torch.Tensor:
-    """Entropy of every position of the actor's logits in the padded [B, T] layout.
-
-    `gtpo.token_entropy` works a chunk of positions at a time (OpenRLHF's compute_entropy makes
-    two more fp32 copies of [B, T, V]). With --ds.packing_samples the logits are [1, tokens, V]
-    (this rank's slice under ring attention); they are scattered back the way
-    openrlhf.models.Actor scatters its log-probs.
-    """
-    entropy = token_entropy(logits)
-    if not packed:
-        return entropy
-    batch, seqlen = attention_mask.shape
-    indices = torch.nonzero(attention_mask.flatten(), as_tuple=False).flatten()
-    pad_len = 0
-    if ring_attn_group is not None:
-        size = dist.get_world_size(group=ring_attn_group)
-        pad_len = (size - indices.numel() % size) % size
-    return gather_and_pad_tensor(entropy, ring_attn_group, pad_len, indices, batch, seqlen)
 
 
 class GTPOPolicyModelActor(_ppo_actor.PolicyModelActor.__ray_actor_class__):
@@ -116,27 +90,20 @@ class GTPOPolicyModelActor(_ppo_actor.PolicyModelActor.__ray_actor_class__):
         if mm_train_inputs_list and getattr(self.actor, "is_vlm", False):
             mm_inputs = _ppo_actor.merge_mm_train_inputs(mm_train_inputs_list, device)
         mask = action_mask.to(device).bool()
-        attention_mask = attention_mask.to(device)
         self.actor.eval()
-        with torch.no_grad():
+        with torch.no_grad(), FusedActorForward(self.actor):
+            # The logits are temperature-scaled: the policy the rollout sampled from. Log-probs
+            # and entropies come from one pass over them (fused.py), as in the training step.
             action_log_probs, output = self.actor(
                 sequences.to(device),
                 action_mask.to(device),
-                attention_mask,
+                attention_mask.to(device),
                 return_output=True,
                 ring_attn_group=self.strategy.ring_attn_group,
                 **mm_inputs,
             )
-            # The logits are already temperature-scaled: the policy the rollout sampled from.
-            entropy = padded_token_entropy(
-                compat.forward_logits(output),
-                attention_mask,
-                getattr(self.actor, "packing_samples", False),
-                self.strategy.ring_attn_group,
-            )
+            entropy = output.entropy[:, -mask.shape[1] :]  # the action positions, as the loss
             del output
-            # Position t predicts token t+1: aligned with the log-probs and the action mask.
-            entropy = compat.action_positions(entropy, mask)
             mean_entropy = completion_entropy(entropy, mask)
         self.actor.train()
         return ActorForward(action_log_probs.to("cpu"), mean_entropy.float().to("cpu"))
@@ -160,25 +127,14 @@ def per_completion_entropy_scale(
     return batch_num_tokens / (global_batch_size * tokens)
 
 
-def entropy_scaling_forward_hook(scale: torch.Tensor) -> Callable[..., None]:
-    """A torch forward hook for openrlhf.models.Actor: multiplies row i of the token entropies
-    its forward returns (read by OpenRLHF's entropy term) by scale_i."""
-
-    def hook(module: torch.nn.Module, inputs: Any, result: Any) -> None:
-        output = compat.entropy_output(result)
-        entropy = getattr(output, "entropy", None)
-        if entropy is not None:
-            output.entropy = entropy * scale.to(entropy.device, entropy.dtype)[:, None]
-
-    return hook
-
-
 class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
     """OpenRLHF's actor trainer with Eq. 7's per-completion entropy penalty.
 
     OpenRLHF computes `loss -= aggregate_loss(entropy) * entropy_coef` with entropy_coef = −γ
-    and a global token mean; the forward hook reweights the rows so the same line computes
-    −γ · (1/N) Σ_i ⟨H⟩_i. No OpenRLHF file is changed and the policy loss is untouched.
+    and a global token mean; during the step the actor's forward takes its log-probs and
+    entropies from one chunked pass (`fused.FusedActorForward`, no fp32 softmax copies of the
+    logits) and reweights the entropy rows, so the same line computes −γ · (1/N) Σ_i ⟨H⟩_i.
+    No OpenRLHF file is changed and the policy loss is untouched.
     """
 
     def training_step(self, experience, kl_ctl, step, loss_batch_info=None):
@@ -197,11 +153,8 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
             loss_batch_info[compat.BATCH_NUM_TOKENS],
             loss_batch_info[compat.GLOBAL_BATCH_SIZE],
         )
-        handle = self.actor.register_forward_hook(entropy_scaling_forward_hook(scale))
-        try:
+        with FusedActorForward(self.actor, row_scale=scale):
             return super().training_step(experience, kl_ctl, step, loss_batch_info)
-        finally:
-            handle.remove()
 
 
 def rank_padded_samples(samples: list[Any], ranks: int) -> tuple[list[Any], int]:

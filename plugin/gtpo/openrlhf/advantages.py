@@ -10,8 +10,10 @@ trainer; this module only moves OpenRLHF's micro-batches to the core's layout an
 
 The `Experience` fields read here are described in `compat` (the OpenRLHF-release facts).
 Micro-batches can straddle prompt groups, and with dynamic batching a micro-batch holds rows
-from anywhere in the rollout, so rows are regrouped by `index`, the core runs once on the
-whole rollout and the factors are scattered back.
+from anywhere in the rollout, so rows are regrouped by `index`. The controller holds the whole
+rollout (8k completions × 8k tokens is several GB of experiences), so the core's layout is never
+built for all of it at once: whole prompt groups are taken a chunk at a time (about
+`CHUNK_TOKENS` token slots), weighted, and written back before the next chunk.
 """
 
 from __future__ import annotations
@@ -21,16 +23,22 @@ from typing import Any
 
 import torch
 
-from gtpo import GTPOConfig, gtpo_metrics, gtpo_terms
+from gtpo import GTPOConfig, gtpo_terms
+from gtpo.objective import host_metrics, metric_sums
 from gtpo.openrlhf import compat
+
+CPU = torch.device("cpu")  # the controller's experiences live on the CPU (make_experience)
+# Token slots ([rows, longest completion]) of one chunk of prompt groups: its ids, mask and λ
+# take about 13 bytes a slot, ~50 MB here.
+CHUNK_TOKENS = 1 << 22
 
 
 def _global_order(experiences: Sequence[Any], group_size: int) -> list[torch.Tensor]:
     """Each micro-batch's rows as positions in the rollout; checks they tile 0..N−1 exactly."""
-    rows = [torch.as_tensor(list(e.index), dtype=torch.long) for e in experiences]
-    flat = torch.cat(rows) if rows else torch.zeros(0, dtype=torch.long)
+    rows = [torch.as_tensor(list(e.index), dtype=torch.long, device=CPU) for e in experiences]
+    flat = torch.cat(rows) if rows else torch.zeros(0, dtype=torch.long, device=CPU)
     n = flat.numel()
-    if n % group_size != 0 or not torch.equal(torch.sort(flat).values, torch.arange(n)):
+    if n % group_size != 0 or not torch.equal(torch.sort(flat).values, torch.arange(n, device=CPU)):
         raise ValueError(
             f"experience.index must number the rollout's rows 0..N−1 once each with N a multiple "
             f"of {compat.GROUP_SIZE.flag} = {group_size}; got {n} rows. OpenRLHF sets it in "
@@ -38,6 +46,24 @@ def _global_order(experiences: Sequence[Any], group_size: int) -> list[torch.Ten
             "advantage weighting."
         )
     return rows
+
+
+def _chunk_rows(lengths: torch.Tensor, group_size: int) -> list[tuple[int, int]]:
+    """[start, stop) row ranges of whole groups whose rows × longest completion stay within
+    CHUNK_TOKENS (at least one group each)."""
+    chunks, start = [], 0
+    n = lengths.numel()
+    while start < n:
+        stop = start + group_size
+        longest = int(lengths[start:stop].max())
+        while stop < n:
+            longer = max(longest, int(lengths[stop : stop + group_size].max()))
+            if (stop + group_size - start) * longer > CHUNK_TOKENS:
+                break
+            stop, longest = stop + group_size, longer
+        chunks.append((start, stop))
+        start = stop
+    return chunks
 
 
 def weight_advantages(
@@ -70,35 +96,81 @@ def weight_advantages(
         )
     rows = _global_order(experiences, group_size)
     n = sum(r.numel() for r in rows)
-    tokens = [compat.completion_ids(e) for e in experiences]
-    length = max((int(mask.sum(1).max()) for _, mask in tokens if mask.numel()), default=0)
+    tokens = [compat.completion_ids(e) for e in experiences]  # views, no copy
 
-    # The whole rollout in prompt order, each completion's action tokens left-aligned:
-    # position p of row i is the p-th token the policy generated (the core's right padding).
-    ids = torch.zeros(n, length, dtype=torch.long)
-    real = torch.zeros(n, length, dtype=torch.bool)
-    advantages = torch.zeros(n, dtype=torch.float32)
-    entropy = torch.zeros(n, dtype=torch.float32)
-    scatter: list[tuple[torch.Tensor, torch.Tensor]] = []
-    for e, row, (tok, mask), ent in zip(experiences, rows, tokens, completion_entropy, strict=True):
+    # Per rollout row: its micro-batch, its row there, A_i, ⟨H⟩_i and its length (all [N]).
+    owner = torch.empty(n, dtype=torch.long, device=CPU)
+    local = torch.empty(n, dtype=torch.long, device=CPU)
+    advantages = torch.empty(n, dtype=torch.float32, device=CPU)
+    entropy = torch.empty(n, dtype=torch.float32, device=CPU)
+    lengths = torch.empty(n, dtype=torch.long, device=CPU)
+    for k, (e, row, (_, mask), ent) in enumerate(
+        zip(experiences, rows, tokens, completion_entropy, strict=True)
+    ):
+        owner[row] = k
+        local[row] = torch.arange(row.numel(), device=CPU)
+        advantages[row] = compat.first_action_value(e.advantages.to(CPU), mask).float()
+        entropy[row] = ent.detach().float().to(CPU)
+        lengths[row] = mask.sum(dim=1)
+
+    sums: dict[str, torch.Tensor] = {}
+    for start, stop in _chunk_rows(lengths, group_size):
+        _weight_chunk(experiences, tokens, owner, local, start, stop, lengths, advantages,
+                      entropy, group_size, h_ini, config, sums)  # fmt: skip
+    return host_metrics(sums)
+
+
+def _weight_chunk(
+    experiences: Sequence[Any],
+    tokens: list[tuple[torch.Tensor, torch.Tensor]],
+    owner: torch.Tensor,
+    local: torch.Tensor,
+    start: int,
+    stop: int,
+    lengths: torch.Tensor,
+    advantages: torch.Tensor,
+    entropy: torch.Tensor,
+    group_size: int,
+    h_ini: float,
+    config: GTPOConfig,
+    sums: dict[str, torch.Tensor],
+) -> None:
+    """λ·δ (and the advantage form's shift) of rollout rows start … stop−1, whole groups,
+    written into their micro-batches; their metric counts added to `sums`."""
+    width = int(lengths[start:stop].max())
+    # The chunk in the core's layout: each completion's action tokens left-aligned (position p
+    # of a row is the p-th token the policy generated), right-padded.
+    ids = torch.zeros(stop - start, width, dtype=torch.long, device=CPU)
+    real = torch.zeros(stop - start, width, dtype=torch.bool, device=CPU)
+    parts = []
+    for k in torch.unique(owner[start:stop]).tolist():
+        in_chunk = (owner[start:stop] == k).nonzero().flatten()  # rows of the chunk, 0-based
+        mine = local[start + in_chunk]  # their rows in micro-batch k
+        tok, mask = tokens[k]
+        mask = mask[mine]
         pos = mask.long().cumsum(dim=1) - 1
-        row_of = row[:, None].expand_as(mask)[mask]
+        row_of = in_chunk[:, None].expand_as(mask)[mask]
         pos_of = pos[mask]
-        ids[row_of, pos_of] = tok[mask].long()
+        ids[row_of, pos_of] = tok[mine][mask].long()
         real[row_of, pos_of] = True
-        advantages[row] = compat.first_action_value(e.advantages.cpu(), mask).float()
-        entropy[row] = ent.detach().float().cpu()
-        scatter.append((row_of, pos_of))
+        parts.append((k, mine, mask, row_of, pos_of))
 
-    terms = gtpo_terms(config, ids, real, advantages, group_size, entropy, h_ini)
+    chunk_advantages = advantages[start:stop]
+    chunk_entropy = entropy[start:stop]
+    terms = gtpo_terms(config, ids, real, chunk_advantages, group_size, chunk_entropy, h_ini)
+    for name, value in metric_sums(
+        terms.weights, chunk_advantages, real, terms.keep, chunk_entropy
+    ).items():
+        sums[name] = sums.get(name, 0) + value
 
     # −γ⟨H⟩_i in the advantage form of Eq. 7 (0 in the penalty form), added before λ·δ.
-    shift_of_row = terms.advantages - advantages
-    for e, (_, mask), (row_of, pos_of) in zip(experiences, tokens, scatter, strict=True):
-        factor = torch.ones(mask.shape, dtype=torch.float32)
+    shift_of_row = terms.advantages - chunk_advantages
+    for k, mine, mask, row_of, pos_of in parts:
+        e = experiences[k]
+        factor = torch.ones(mask.shape, dtype=torch.float32, device=CPU)
         factor[mask] = terms.weights[row_of, pos_of] * terms.keep[row_of]
-        shift = torch.zeros(mask.shape, dtype=torch.float32)
+        shift = torch.zeros(mask.shape, dtype=torch.float32, device=CPU)
         shift[mask] = shift_of_row[row_of]
         like = {"device": e.advantages.device, "dtype": e.advantages.dtype}
-        e.advantages = (e.advantages + shift.to(**like)) * factor.to(**like)
-    return gtpo_metrics(terms.weights, advantages, real, terms.keep, entropy)
+        index = mine.to(e.advantages.device)
+        e.advantages[index] = (e.advantages[index] + shift.to(**like)) * factor.to(**like)

@@ -10,7 +10,7 @@ Supporting another release means editing this module and tests/openrlhf/test_orl
 - the command line: each train_ppo_ray setting the adapter reads or sets, as an `Arg` (its path
   in the hierarchized args, its flag), and the values it compares them with;
 - the tensor layout of an `Experience` and of the actor's forward (`completion_ids`,
-  `action_positions`, `first_action_value`, `ENTROPY_OUTPUT`).
+  `action_positions`, `first_action_value`, `forward_logits`).
 
 Nothing here imports OpenRLHF at import time; `check_openrlhf` does, to check the install.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
 import itertools
 from dataclasses import dataclass
 from importlib import metadata
@@ -112,7 +113,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "merge_mm_train_inputs",
     ),
     "openrlhf.utils.loss_utils": ("get_loss_batch_info",),
-    "openrlhf.models.ring_attn_utils": ("gather_and_pad_tensor",),
+    "openrlhf.models.ring_attn_utils": ("gather_and_pad_tensor", "unpad_and_slice_tensor"),
+    "openrlhf.models": ("Actor.forward",),
 }
 
 # The policy actors' method the experience maker dispatches instead of `forward` (defined by
@@ -121,6 +123,12 @@ FORWARD_WITH_ENTROPY = "forward_with_entropy"
 EMPTY_CACHE = "empty_cache"
 # The policy actors' method that returns the client states of the checkpoint each one loaded.
 CKPT_STATES = "get_checkpoint_states"
+
+# The parameters of openrlhf.models.Actor.forward that fused.FusedActorForward reads or sets.
+ACTOR_FORWARD_PARAMETERS = (
+    "sequences", "action_mask", "attention_mask", "return_output", "ring_attn_group",
+    "return_entropy",
+)  # fmt: skip
 
 # get_loss_batch_info's keys: the global token and sample counts the loss is normalised with.
 BATCH_NUM_TOKENS = "batch_num_tokens"
@@ -245,18 +253,6 @@ def forward_logits(output: Any) -> torch.Tensor:
     return output["logits"]
 
 
-def entropy_output(result: Any) -> Any:
-    """The object whose `.entropy` ([B, A] token entropies) ActorPPOTrainer's entropy term
-    reads, from Actor.forward's return value; None when this forward has none.
-
-    Actor.forward returns (action_log_probs, output) when asked for its output, and the
-    training step reads output.entropy.
-    """
-    if isinstance(result, tuple) and len(result) == 2:
-        return result[1]
-    return None
-
-
 # --- the start-up check -------------------------------------------------------------------
 
 
@@ -294,6 +290,14 @@ def _missing_internals(version: str) -> list[str]:
                 "GPU dependencies (vllm, flash_attn, deepspeed) installed."
             ) from exc
         missing += [f"{module_name}.{a}" for a in attributes if not _has(module, a)]
+    models = importlib.import_module("openrlhf.models")
+    if _has(models, "Actor.forward"):
+        parameters = inspect.signature(models.Actor.forward).parameters
+        missing += [
+            f"openrlhf.models.Actor.forward({name}=)"
+            for name in ACTOR_FORWARD_PARAMETERS
+            if name not in parameters
+        ]
     spec = importlib.util.find_spec(LAUNCH_MODULE)
     source = spec.loader.get_source(LAUNCH_MODULE) if spec and spec.loader else None
     if source is None:
