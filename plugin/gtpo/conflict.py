@@ -28,6 +28,21 @@ _PAIRWISE_BUDGET = 1 << 26
 _FIRST_WINDOW = 32
 
 
+def count_true(mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """How many entries of a bool tensor are True (along `dim`), as int64.
+
+    Summed as bytes: on the CPU, PyTorch's reduction of a bool tensor is an order of magnitude
+    slower than of the same bytes as uint8, and the controller counts tens of millions of mask
+    entries per rollout.
+    """
+    if mask.dtype != torch.bool:
+        raise TypeError(f"count_true needs a bool tensor, got {mask.dtype}")
+    as_bytes = mask.view(torch.uint8)
+    if dim is None:
+        return as_bytes.sum(dtype=torch.int64)
+    return as_bytes.sum(dim=dim, dtype=torch.int64)
+
+
 def _check_inputs(
     completion_ids: torch.Tensor,
     completion_mask: torch.Tensor,
@@ -153,7 +168,7 @@ def conflict_mask(
     if n == 0 or length == 0:
         return torch.zeros(n, length, dtype=torch.bool, device=completion_ids.device)
     sign = torch.sign(advantages.detach()).to(torch.int8)
-    lengths = completion_mask.sum(dim=1)
+    lengths = count_true(completion_mask, dim=1)
 
     forward = _leading_conflict_run(completion_ids, completion_mask, sign, group_size)
     rev_ids, rev_mask, index = _align_right(completion_ids, lengths)

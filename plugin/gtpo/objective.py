@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gtpo.config import PENALTY, entropy_coefficients
-from gtpo.conflict import conflict_weights
+from gtpo.conflict import conflict_weights, count_true
 from gtpo.entropy import entropy_filter
 
 if TYPE_CHECKING:
@@ -220,11 +220,11 @@ def metric_sums(
         positive = (advantages > 0)[:, None] & real
         negative = (advantages < 0)[:, None] & real
         return {
-            "changed_pos": (changed & positive).sum(),
-            "tokens_pos": positive.sum(),
-            "changed_neg": (changed & negative).sum(),
-            "tokens_neg": negative.sum(),
-            "filtered": (keep == 0).sum(),
+            "changed_pos": count_true(changed & positive),
+            "tokens_pos": count_true(positive),
+            "changed_neg": count_true(changed & negative),
+            "tokens_neg": count_true(negative),
+            "filtered": count_true(keep == 0),
             "completions": torch.full((), keep.numel(), dtype=torch.long, device=keep.device),
             "entropy": completion_entropy.detach().float().sum(),
         }

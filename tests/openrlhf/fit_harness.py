@@ -46,11 +46,20 @@ class Fixture:
     prompts: Path  # jsonl {"prompt", "label"}, the paper's plain prompt format
 
 
-def build_fixture(root: Path, n_prompts: int = 16, sft_steps: int = 120) -> Fixture:
+def build_fixture(
+    root: Path,
+    n_prompts: int = 16,
+    sft_steps: int = 120,
+    shape: dict | None = None,
+    vocab_size: int | None = None,
+) -> Fixture:
     """A tiny Llama from a config, warm-started briefly so that rewards vary, a local BPE.
 
     The task, tokenizer and warm start are the demo's (`gtpo.demo`); the prompts carry the
     paper's system instruction (`gtpo.data.prompt`, plain format) in front of each question.
+    `shape` replaces the demo's model shape; `vocab_size` (benchmarks/step_cost.py: an LLM's
+    vocabulary, where the logits dominate a step's memory) pads the tokenizer with unused tokens
+    so that every id the model may sample decodes.
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -76,15 +85,17 @@ def build_fixture(root: Path, n_prompts: int = 16, sft_steps: int = 120) -> Fixt
     check_round_trip(backend, [p.prompt for p in problems])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=PAD, eos_token=EOS)
     pad_id, eos_id = backend.token_to_id(PAD), backend.token_to_id(EOS)
+    if vocab_size is not None:
+        tokenizer.add_tokens([f"<unused{i}>" for i in range(len(tokenizer), vocab_size)])
 
     config = LlamaConfig(
-        vocab_size=backend.get_vocab_size(),
+        vocab_size=len(tokenizer),
         max_position_embeddings=256,
         tie_word_embeddings=True,
         pad_token_id=pad_id,
         bos_token_id=eos_id,
         eos_token_id=eos_id,
-        **MODEL_SHAPE,
+        **(shape or MODEL_SHAPE),
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)

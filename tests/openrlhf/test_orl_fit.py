@@ -368,6 +368,52 @@ def test_reward_server_outage_of_10s_is_ridden_out(fixture_files, reward_server,
     assert trained == fresh
 
 
+def test_two_reward_servers_share_the_load_and_one_can_die(fixture_files, tmp_path):
+    """--reward.remote_url with two live servers: each gets half of the rollout's requests; one
+    is killed after step 1 and the run finishes on the other, every sample rewarded exactly as
+    the server scores it."""
+    from gtpo.reward_client import request_count
+
+    with (
+        LocalRewardServer(tmp_path / "a.log") as first,
+        LocalRewardServer(tmp_path / "b.log") as second,
+    ):
+        first.wait()
+        second.wait()
+        argv = base_argv(fixture_files, first.url, tmp_path)
+        urls = f"{first.url}/get_reward,{second.url}/get_reward"
+        argv = flag(argv, "--reward.remote_url", urls)
+        served: dict[str, float] = {}
+
+        def kill_after_step_1() -> None:
+            log = tmp_path / "run.log"
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                if log.exists() and "Global step 1" in log.read_text():
+                    served["first"], served["second"] = (
+                        request_count(first.url), request_count(second.url),
+                    )  # fmt: skip
+                    second.proc.kill()  # no goodbye: connections refused from now on
+                    return
+                time.sleep(0.2)
+
+        thread = threading.Thread(target=kill_after_step_1)
+        thread.start()
+        try:
+            run = run_fit(argv, tmp_path)
+        finally:
+            thread.join()
+        assert run.returncode == 0, run.log[-4000:]
+        # H_ini's 4 prompts and step 1's 4, G = 4 each: 32 requests, alternating servers.
+        assert served["first"] + served["second"] >= 32
+        assert abs(served["first"] - served["second"]) <= 2, served
+        records = run.experiences()
+        assert len(records) == STEPS
+        trained, fresh = rescore(first.url, fixture_files.model, records)
+        assert len(trained) == STEPS * 4 * G
+        assert trained == fresh
+
+
 def test_reward_server_that_stays_down_stops_the_run(fixture_files, reward_server, tmp_path):
     """Nothing listens at the reward URL: the run stops with an error naming it, after
     --gtpo.reward_timeout, before training on unscored samples."""

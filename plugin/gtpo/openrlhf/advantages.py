@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from gtpo import GTPOConfig, gtpo_terms
+from gtpo.conflict import count_true
 from gtpo.objective import host_metrics, metric_sums
 from gtpo.openrlhf import compat
 
@@ -111,7 +112,7 @@ def weight_advantages(
         local[row] = torch.arange(row.numel(), device=CPU)
         advantages[row] = compat.first_action_value(e.advantages.to(CPU), mask).float()
         entropy[row] = ent.detach().float().to(CPU)
-        lengths[row] = mask.sum(dim=1)
+        lengths[row] = count_true(mask, dim=1)
 
     sums: dict[str, torch.Tensor] = {}
     for start, stop in _chunk_rows(lengths, group_size):
@@ -147,13 +148,10 @@ def _weight_chunk(
         in_chunk = (owner[start:stop] == k).nonzero().flatten()  # rows of the chunk, 0-based
         mine = local[start + in_chunk]  # their rows in micro-batch k
         tok, mask = tokens[k]
-        mask = mask[mine]
-        pos = mask.long().cumsum(dim=1) - 1
-        row_of = in_chunk[:, None].expand_as(mask)[mask]
-        pos_of = pos[mask]
-        ids[row_of, pos_of] = tok[mine][mask].long()
-        real[row_of, pos_of] = True
-        parts.append((k, mine, mask, row_of, pos_of))
+        place = _ActionPlaces(mask[mine], width)
+        ids[in_chunk] = tok[mine].gather(1, place.index).masked_fill_(~place.real, 0)
+        real[in_chunk] = place.real
+        parts.append((k, mine, in_chunk, place))
 
     chunk_advantages = advantages[start:stop]
     chunk_entropy = entropy[start:stop]
@@ -165,12 +163,42 @@ def _weight_chunk(
 
     # −γ⟨H⟩_i in the advantage form of Eq. 7 (0 in the penalty form), added before λ·δ.
     shift_of_row = terms.advantages - chunk_advantages
-    for k, mine, mask, row_of, pos_of in parts:
+    for k, mine, in_chunk, place in parts:
         e = experiences[k]
-        factor = torch.ones(mask.shape, dtype=torch.float32, device=CPU)
-        factor[mask] = terms.weights[row_of, pos_of] * terms.keep[row_of]
-        shift = torch.zeros(mask.shape, dtype=torch.float32, device=CPU)
-        shift[mask] = shift_of_row[row_of]
+        weight = terms.weights[in_chunk] * terms.keep[in_chunk, None]
+        factor = place.scatter(weight, fill=1.0)
+        shift = place.scatter(shift_of_row[in_chunk, None].expand_as(weight), fill=0.0)
         like = {"device": e.advantages.device, "dtype": e.advantages.dtype}
         index = mine.to(e.advantages.device)
         e.advantages[index] = (e.advantages[index] + shift.to(**like)) * factor.to(**like)
+
+
+class _ActionPlaces:
+    """Where each row's action tokens are in an experience's [B, A] layout, for moving them to
+    and from the core's left-aligned [B, width] layout.
+
+    OpenRLHF's single-turn action mask is one contiguous span per row; then `index[r, p]` is
+    the column of row r's p-th action token (a gather and a scatter move everything). Any other
+    mask is moved position by position.
+    """
+
+    def __init__(self, mask: torch.Tensor, width: int) -> None:
+        self.columns = mask.shape[1]
+        cols = torch.arange(width, device=CPU)
+        lengths = count_true(mask, dim=1)
+        self.real = cols[None, :] < lengths[:, None]
+        first = mask.view(torch.uint8).argmax(dim=1)
+        self.index = (first[:, None] + cols[None, :]).clamp_(max=self.columns - 1)
+        if not bool(mask.gather(1, self.index)[self.real].all()):  # not one span per row
+            pos = mask.long().cumsum(dim=1) - 1
+            self.index = torch.zeros(mask.shape[0], width, dtype=torch.long, device=CPU)
+            rows = torch.arange(mask.shape[0], device=CPU)[:, None].expand_as(mask)[mask]
+            self.index[rows, pos[mask]] = mask.nonzero()[:, 1]
+        # Padding positions write to a spare last column, dropped after the scatter.
+        self.target = self.index.masked_fill(~self.real, self.columns)
+
+    def scatter(self, values: torch.Tensor, fill: float) -> torch.Tensor:
+        """[B, width] left-aligned values → [B, A], `fill` off the action tokens."""
+        out = torch.full((values.shape[0], self.columns + 1), fill, dtype=torch.float32, device=CPU)
+        out.scatter_(1, self.target, values.float())
+        return out[:, :-1]

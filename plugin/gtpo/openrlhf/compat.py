@@ -244,7 +244,7 @@ def completion_ids(experience: Any) -> tuple[torch.Tensor, torch.Tensor]:
 def first_action_value(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """values at each row's first action position: A_i for group_norm or dr_grpo advantages.
     [B]."""
-    first = mask.to(torch.uint8).argmax(dim=1, keepdim=True)
+    first = mask.bool().view(torch.uint8).argmax(dim=1, keepdim=True)  # bytes: no copy
     return values.gather(1, first).squeeze(1)
 
 

@@ -11,6 +11,10 @@ produced at every step so the test can recompute it independently:
     the group_norm advantages OpenRLHF computed, the advantages after GTPO's hook, the
     completion entropies; and the maker's h_ini and gtpo/* metrics.
     generated_<pid>_<n>.json: the prompts of each generation call (the first one measures H_ini).
+    train_step_seconds_<pid>.json: the wall time of each PPOTrainer.train_step (the controller's
+    experience making, the policy's training and the weight broadcast; not the generation).
+    actor_peak_rss_<pid>.json: each policy rank's peak resident memory (kB) during each
+    ActorPPOTrainer.ppo_train call, the high-water mark reset before it (benchmarks/step_cost.py).
 
 The recording wraps OpenRLHF's own RemoteExperienceMaker methods (GTPO's subclass calls them
 through super()), so it sees the hook's input and output without touching GTPO's code.
@@ -92,8 +96,54 @@ def _record_generated_prompts(samples_generator) -> None:
     samples_generator.SamplesGenerator._generate_vllm = _generate_vllm
 
 
+def _append_json(name: str, value) -> None:
+    import json
+
+    path = os.path.join(os.environ["GTPO_TEST_CAPTURE_DIR"], f"{name}_{os.getpid()}.json")
+    values = []
+    if os.path.exists(path):
+        with open(path) as fh:
+            values = json.load(fh)
+    with open(path, "w") as fh:
+        json.dump([*values, value], fh)
+
+
+def _record_train_step_time(ppo_trainer) -> None:
+    import time
+
+    base = ppo_trainer.BasePPOTrainer
+    train_step = base.train_step
+
+    def timed(self, rollout_samples, global_step):
+        started = time.perf_counter()
+        out = train_step(self, rollout_samples, global_step)
+        _append_json("train_step_seconds", time.perf_counter() - started)
+        return out
+
+    base.train_step = timed
+
+
+def _record_actor_peak_memory(ppo_actor) -> None:
+    """Linux: writing 5 to /proc/self/clear_refs resets the peak (VmHWM) to the current RSS."""
+    base = ppo_actor.ActorPPOTrainer
+    ppo_train = base.ppo_train
+
+    def measured(self, kl_ctl):
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        out = ppo_train(self, kl_ctl)
+        with open("/proc/self/status") as fh:
+            peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+        _append_json("actor_peak_rss", peak)
+        return out
+
+    base.ppo_train = measured
+
+
 extra = {}
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
+    extra["openrlhf.trainer.ppo_trainer"] = _record_train_step_time
+    extra["openrlhf.trainer.ray.ppo_actor"] = _record_actor_peak_memory
     extra["openrlhf.trainer.ppo_utils.experience_maker"] = _record_experiences
     extra["openrlhf.trainer.ppo_utils.samples_generator"] = _record_generated_prompts
 cuda_on_cpu.install(extra)

@@ -1,0 +1,313 @@
+"""GTPO's cost per training step against GRPO's, in the real TRL and OpenRLHF loops, side by
+side in one run with the same model, data and seeds.
+
+- TRL: `gtpo.trl.GTPOTrainer` with GTPOConfig() against GTPOConfig(algo="grpo") (TRL's own
+  GRPO loss through the same trainer), each in a fresh process. Time per step: the median of the
+  steady steps (the first, which holds H_ini's measurement and warm-up, is left out; H_ini has
+  its own line). Memory: the process's peak resident set size (VmHWM) over the steady steps
+  (reset after the first), generation included.
+- OpenRLHF: `gtpo-openrlhf` in OpenRLHF's real PPOTrainer.fit() on CPU (tests/openrlhf's
+  harness: DeepSpeed ZeRO-2, Ray, the vLLM stand-in), against `--gtpo.algo grpo`. Time per
+  step: the median of PPOTrainer.train_step's steady calls (experience making, the policy's
+  training, the weight broadcast; not the generation). Memory: the policy rank's peak RSS during
+  its training phase (ActorPPOTrainer.ppo_train), the median over steady steps.
+- The controller's `weight_advantages` at N = 8192 completions × L = 8192 tokens: time and the
+  peak RSS above the experiences themselves.
+
+The model makes the forward pass dominate: a Llama of ~11M parameters with an LLM's 32k
+vocabulary (the logits are the largest tensor of a step, as at V = 152k), random weights (every
+completion runs to its 100-token limit), G = 8 (TRL) or 4 (OpenRLHF) completions per prompt.
+Rewards come from a local function that varies within groups (the reward server's cost is the
+same for both methods and not measured here).
+
+    python benchmarks/step_cost.py            # about 20 minutes on 2 cores
+    python benchmarks/step_cost.py --quick    # under 10 minutes: fewer steps
+
+The last line is `step cost GTPO/GRPO: trl time R, trl memory R, openrlhf time R, openrlhf
+memory R`. The machine's other load skews the times: compare ratios from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "openrlhf"))
+sys.path.insert(0, str(REPO / "tests"))
+
+SHAPE = {  # ~11M parameters with V = 32k (8.2M of them the tied embedding)
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+}
+VOCAB = 32_000
+COMPLETION_TOKENS = 100
+REWARD_FILE = '''"""Step-cost benchmark reward: varies within every group, costs nothing."""
+import torch
+
+
+def reward_func(queries, prompts, labels):
+    return {"rewards": torch.tensor([float(len(q) % 3) for q in queries])}
+'''
+
+
+def peak_rss_kb() -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+
+def reset_peak_rss() -> None:
+    """Linux: the peak (VmHWM) starts again from the current RSS."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+
+# ---------------------------------------------------------------------------------- TRL
+
+
+def trl_arm(algo: str, steps: int, out: Path) -> dict:
+    """One TRL run in this process (a fresh one per arm): per-step seconds, H_ini, peak RSS."""
+    import torch
+    from datasets import Dataset
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+    from trl import GRPOConfig
+
+    from gtpo import GTPOConfig
+    from gtpo.demo.task import corpus, make_split
+    from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer
+    from gtpo.trl import GTPOTrainer
+
+    torch.set_num_threads(2)
+    split = make_split(64, 0)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=build_tokenizer(corpus(split.train)), pad_token=PAD, eos_token=EOS
+    )
+    tokenizer.add_tokens([f"<unused{i}>" for i in range(len(tokenizer), VOCAB)])
+    config = LlamaConfig(
+        vocab_size=VOCAB, max_position_embeddings=256, tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **SHAPE,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+
+    def varied_reward(completions, **_):
+        return [float(len(c) % 3) for c in completions]
+
+    args = GRPOConfig(
+        output_dir=str(out), loss_type="grpo", beta=0.0, num_generations=8,
+        per_device_train_batch_size=16, max_completion_length=COMPLETION_TOKENS,
+        max_steps=steps, temperature=1.0, learning_rate=1e-5, report_to=[], use_cpu=True,
+        bf16=False, logging_steps=1, save_strategy="no", seed=0,
+    )  # fmt: skip
+    times: list[float] = []
+    peaks: dict[str, int] = {}
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, *a, **k):
+            self.started = time.perf_counter()
+
+        def on_step_end(self, a, state, *rest, **k):
+            times.append(time.perf_counter() - self.started)
+            if state.global_step == 1:
+                reset_peak_rss()
+
+    trainer = GTPOTrainer(
+        model, [varied_reward], args,
+        train_dataset=Dataset.from_list([{"prompt": p.prompt} for p in split.train]),
+        processing_class=tokenizer, gtpo_config=GTPOConfig(algo=algo, h_ini_prompts=4),
+        callbacks=[Clock()],
+    )  # fmt: skip
+    measure = trainer.measure_h_ini
+    h_ini_seconds: list[float] = []
+
+    def timed_measure() -> float:
+        started = time.perf_counter()
+        value = measure()
+        h_ini_seconds.append(time.perf_counter() - started)
+        return value
+
+    trainer.measure_h_ini = timed_measure
+    trainer.train()
+    peaks["steady"] = peak_rss_kb()
+    return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, "peak_rss_kb": peaks["steady"]}
+
+
+def run_trl(steps: int, work: Path) -> dict[str, dict]:
+    results = {}
+    for algo in ("grpo", "gtpo"):
+        out = work / f"trl-{algo}.json"
+        command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps)]
+        subprocess.run([*command, "--json", str(out)], check=True)
+        results[algo] = json.loads(out.read_text())
+    return results
+
+
+# ---------------------------------------------------------------------------------- OpenRLHF
+
+
+def run_openrlhf(steps: int, work: Path) -> dict[str, dict]:
+    from fit_harness import G, base_argv, build_fixture, run_fit
+
+    fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0, shape=SHAPE,
+                            vocab_size=VOCAB)  # fmt: skip
+    reward = work / "reward.py"
+    reward.write_text(REWARD_FILE)
+    results = {}
+    for algo in ("grpo", "gtpo"):
+        out = work / f"openrlhf-{algo}"
+        argv = base_argv(fixture, "http://unused", out)
+        overrides = {
+            "--reward.remote_url": str(reward),
+            "--data.max_samples": str(4 * steps),
+            "--data.max_len": "256",
+            "--rollout.max_new_tokens": str(COMPLETION_TOKENS),
+            "--rollout.temperature": "1.0",
+            "--rollout.micro_batch_size": "4",
+            "--train.micro_batch_size": str(4 * G),
+            "--gtpo.algo": algo,
+        }
+        for name, value in overrides.items():
+            if name in argv:
+                argv[argv.index(name) + 1] = value
+            else:
+                argv += [name, value]
+        run = run_fit(argv, out, timeout=1200)
+        if run.returncode != 0:
+            raise SystemExit(f"OpenRLHF {algo} run failed; log: {out / 'run.log'}")
+        capture = out / "capture"
+        (step_file,) = capture.glob("train_step_seconds_*.json")
+        (memory_file,) = capture.glob("actor_peak_rss_*.json")
+        h_ini = [float(line.split(" in ")[1].split(" s")[0]) for line in run.log.splitlines()
+                 if "GTPO: H_ini = " in line]  # fmt: skip
+        results[algo] = {
+            "step_seconds": json.loads(step_file.read_text()),
+            "peak_rss_kb": json.loads(memory_file.read_text()),
+            "h_ini_seconds": h_ini,
+        }
+    return results
+
+
+# ---------------------------------------------------------------------------------- controller
+
+
+def controller_arm(n: int, length: int, out: Path) -> None:
+    """weight_advantages on N completions of up to L tokens, in micro-batches of 16, as
+    OpenRLHF's controller holds them; time and peak RSS above the experiences."""
+    import torch
+    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    from gtpo import GTPOConfig
+    from gtpo.openrlhf.advantages import weight_advantages
+
+    group, prompt, micro = 8, 64, 16
+    rng = random.Random(0)
+    experiences, entropies = [], []
+    for first in range(0, n, micro):
+        width = prompt + length
+        sequences = torch.randint(3, 32_000, (micro, width))
+        action_mask = torch.zeros(micro, width - 1, dtype=torch.bool)
+        for r in range(micro):
+            # Half to all of L tokens; the completions of a group share their first tokens.
+            tokens = rng.randint(length // 2, length)
+            action_mask[r, prompt - 1 : prompt - 1 + tokens] = True
+            row = first + r
+            sequences[r, prompt : prompt + 16] = row // group
+        advantages = torch.randn(micro, 1).expand(micro, width - 1).contiguous()
+        experiences.append(
+            Experience(
+                sequences=sequences, action_mask=action_mask, advantages=advantages,
+                index=list(range(first, first + micro)),
+            )
+        )  # fmt: skip
+        entropies.append(torch.rand(micro))
+    reset_peak_rss()
+    held = peak_rss_kb()  # the experiences' RSS
+    started = time.perf_counter()
+    weight_advantages(experiences, entropies, group, 0.5, GTPOConfig())
+    seconds = time.perf_counter() - started
+    out.write_text(json.dumps({"seconds": seconds, "extra_peak_kb": peak_rss_kb() - held}))
+
+
+def run_controller(work: Path, n: int, length: int) -> dict:
+    out = work / "controller.json"
+    subprocess.run(
+        [sys.executable, __file__, "--controller-arm", f"{n}x{length}", "--json", str(out)],
+        check=True,
+    )
+    return json.loads(out.read_text())
+
+
+# ---------------------------------------------------------------------------------- report
+
+
+def steady(values: list[float]) -> list[float]:
+    return values[1:] if len(values) > 1 else values
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer steps (under 10 minutes)")
+    ap.add_argument("--trl-arm", help=argparse.SUPPRESS)
+    ap.add_argument("--controller-arm", help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.trl_arm:
+        with tempfile.TemporaryDirectory() as tmp:
+            args.json.write_text(json.dumps(trl_arm(args.trl_arm, args.steps, Path(tmp))))
+        return
+    if args.controller_arm:
+        n, length = map(int, args.controller_arm.split("x"))
+        controller_arm(n, length, args.json)
+        return
+
+    trl_steps, orl_steps = (5, 4) if args.quick else (10, 8)
+    started = time.perf_counter()
+    print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="step-cost-") as tmp:
+        work = Path(tmp)
+        controller = run_controller(work, 8192, 8192)
+        trl = run_trl(trl_steps, work)
+        orl = run_openrlhf(orl_steps, work)
+
+    def row(loop: str, results: dict) -> tuple[float, float]:
+        time_ = {a: statistics.median(steady(results[a]["step_seconds"])) for a in results}
+        peak = results["gtpo"]["peak_rss_kb"], results["grpo"]["peak_rss_kb"]
+        memory = [statistics.median(steady(p)) if isinstance(p, list) else p for p in peak]
+        print(
+            f"{loop:<9} step s  GRPO {time_['grpo']:7.3f}  GTPO {time_['gtpo']:7.3f}  "
+            f"ratio {time_['gtpo'] / time_['grpo']:.3f}   peak RSS MB  GRPO {memory[1] / 1024:7.0f}"
+            f"  GTPO {memory[0] / 1024:7.0f}  ratio {memory[0] / memory[1]:.3f}  "
+            f"(GTPO − GRPO {(memory[0] - memory[1]) / 1024:+.0f} MB)"
+        )
+        h_ini = results["gtpo"]["h_ini_seconds"]
+        print(f"{loop:<9} H_ini's one-off measurement (GTPO): {sum(h_ini):.1f} s")
+        return time_["gtpo"] / time_["grpo"], memory[0] / memory[1]
+
+    print(f"steady steps: TRL {trl_steps - 1}, OpenRLHF {orl_steps - 1} per method")
+    trl_time, trl_memory = row("TRL", trl)
+    orl_time, orl_memory = row("OpenRLHF", orl)
+    print(
+        f"controller weight_advantages, N = 8192 × L = 8192: {controller['seconds']:.1f} s, "
+        f"peak RSS above the experiences {controller['extra_peak_kb'] / 1024:.0f} MB"
+    )
+    print(f"wall time {time.perf_counter() - started:.0f} s")
+    print(
+        f"step cost GTPO/GRPO: trl time {trl_time:.2f}, trl memory {trl_memory:.2f}, "
+        f"openrlhf time {orl_time:.2f}, openrlhf memory {orl_memory:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
