@@ -79,7 +79,7 @@ def number_word_value(text: str) -> int | None:
     last = None  # the kind of the previous word: ones, tens, hundred, scale
     for t in tokens:
         if t in NUMBER_WORDS and NUMBER_WORDS[t] < 20:
-            if last in ("ones", "teens"):
+            if last == "ones":
                 return None
             current += NUMBER_WORDS[t]
             last = "ones"
@@ -88,7 +88,7 @@ def number_word_value(text: str) -> int | None:
                 return None
             current += NUMBER_WORDS[t]
             last = "tens"
-        elif t == "hundred" and last in ("ones",) and current < 10:
+        elif t == "hundred" and last == "ones" and current < 10:
             current *= 100
             last = "hundred"
         elif t in _SCALES and last in ("ones", "tens", "hundred"):
@@ -184,8 +184,9 @@ _UNIT_SYNONYMS = {
     "rad": "rad rads radian radians",
     "pp": "pp percentage point percentage points",
 }
-# "miles per hour" and "mi/h" are one unit: compound units are keyed by their parts.
-_COMPOUND_ALIASES = {"mi/h": "mph", "km/h": "km/h", "m/s": "m/s", "ft/s": "ft/s"}
+# "miles per hour" and "mi/h" are one unit: compound units are keyed by their parts, and the
+# key of miles per hour is its usual name.
+_COMPOUND_ALIASES = {"mi/h": "mph"}
 UNIT_NAMES = {name: unit for unit, names in _UNIT_SYNONYMS.items() for name in names.split()}
 # Units that may be glued to a number ("7days", "5cm"); shorter names are variables ("5m").
 GLUED_UNITS = frozenset(n for n in UNIT_NAMES if len(n) >= 2 and n not in ("in", "mi", "min"))
