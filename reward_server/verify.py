@@ -85,7 +85,7 @@ class Verifier:
         read = read_answer(answer, reference)
         if isinstance(read, Verdict):
             return read
-        return decide(canonical(read), canonical(reference))
+        return decide(canonical(read), canonical(_stated(reference)))
 
     async def check(self, answer: str, reference: str, *, deadline: float | None = None) -> Verdict:
         """Verdict for one (answer, reference) pair; ``deadline`` (``time.perf_counter()``)
@@ -154,6 +154,15 @@ def read_answer(answer: str, reference: str) -> Verdict | str:
     return reading.value
 
 
+def _stated(reference: str) -> str:
+    """A reference written as a sentence stands for the value it states: /v1/equivalent
+    compares two answers when ``gtpo eval`` groups maj@k votes ("18" and "Janet makes $18").
+    A dataset label is not a sentence; one that states no single value is kept as written."""
+    if not sentence.is_sentence(reference):
+        return reference
+    return sentence.read(reference).value or reference
+
+
 def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
     """The answer policy, then the exact rules, on two canonical answers: a verdict, or the
     (value, value) pair left for the symbolic check (units and assignments removed)."""
@@ -161,10 +170,14 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
         return Verdict(False, Reason.EMPTY_ANSWER if not answer else Reason.NO_REFERENCE)
     if answer == reference:
         return Verdict(True, Reason.EQUIVALENT)
-    if text_form(reference) is None:  # a worded reference ("no solution") is compared as words
+    worded = text_form(reference)
+    if worded is None:
         problem = policy.word_problem(answer, numeric=parse_number(answer) is not None)
         if problem is not None:
             return Verdict(False, problem)
+    elif text_form(answer) is not None:  # a worded reference ("no solution") is compared as words
+        equal = text_form(answer) == worded
+        return Verdict(equal, Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT)
     congruence = policy.congruence(answer)
     if congruence is not None:
         decided = _congruence_value(*congruence)

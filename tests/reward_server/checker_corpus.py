@@ -494,6 +494,9 @@ PAIRS: list[Pair] = [
             ("yes", "\\text{Yes}", Y, "case"),
             ("no", "\\text{yes}", N, "opposite word"),
             ("\\text{no solution}", "\\text{No solution}", Y, "phrase"),
+            ("no solution", "\\text{No solution}", Y, "the same words without a text command"),
+            ("18", "Janet makes $18 every day.", Y, "a sentence as the reference (maj@k votes)"),
+            ("20", "Janet makes $18 every day.", N, "another value than the sentence states"),
         ],
     ),
 ]
