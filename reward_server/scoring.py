@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from reward_server import sentence
@@ -22,6 +23,7 @@ NO_ACCURACY_FORMATS = frozenset({Reason.SEVERAL_ANSWER_BLOCKS, Reason.ANSWER_NOT
 TEXT_AFTER_ANSWER = "text_after_answer"
 # Verdicts on the trailing text that say nothing about it (the machine's state, or a sentence
 # that states no value: "I hope this helps!").
+_ANY_VALUE = re.compile(r"[\d$\\]")
 _TRAILING_NEUTRAL = frozenset(
     {Reason.PROSE_IN_ANSWER, Reason.TIMEOUT, Reason.QUEUE_TIMEOUT, Reason.WORKER_ERROR}
 )
@@ -84,10 +86,13 @@ class Scorer:
         (in a sentence, a box, a bare number) that is not the reference, or a hedge or a
         negation of one. Text that states no value ("I hope this helps!") changes nothing."""
         trailing = text_after_answer(response)
+        if len(trailing) > self.settings.max_answer_chars:
+            # Too long to read as one answer: refused when it holds anything like a value.
+            if _ANY_VALUE.search(trailing):
+                return Verdict(False, Reason.ANSWER_NOT_LAST)
+            return verdict
         if not sentence.states_value(trailing):
             return verdict
-        if len(trailing) > self.settings.max_answer_chars:
-            return Verdict(False, Reason.ANSWER_NOT_LAST)  # too long to read as one answer
         again = await self.verifier.check(trailing, reference, deadline=deadline)
         if again.equal or again.reason in _TRAILING_NEUTRAL:
             return verdict if again.equal or again.reason == Reason.PROSE_IN_ANSWER else again

@@ -140,3 +140,6 @@ def test_overlong_text_after_the_block_with_values_is_not_read() -> None:
     s = Settings(verify_workers=1, max_answer_chars=50)
     assert _score(s, R + A + " So 5. " + "x" * 60, "5") == (1.5, 0.0, Reason.ANSWER_NOT_LAST)
     assert _score(s, R + A + " Thanks! " + "x" * 60, "5") == (1.5, 10.0, Reason.EQUIVALENT)
+    start = time.perf_counter()  # a long tail is looked at once, never tokenised
+    assert _score(Settings(verify_workers=1), R + A + " ok" * 100_000, "5")[1] == 10.0
+    assert time.perf_counter() - start < 1.0
