@@ -14,20 +14,19 @@ What this cannot show: CUDA streams, NCCL, a real GPU's memory (see docs/trainin
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 
 pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
 
-from openrlhf.models import Actor, PolicyLoss
+from openrlhf.models import Actor
 from openrlhf.trainer.ppo_utils.experience import Experience
+from tiny_llama import bare_actor_trainer
 from transformers.modeling_outputs import CausalLMOutput
 
 from gtpo import completion_entropy
-from gtpo.openrlhf.actors import GTPOActorPPOTrainer, per_completion_entropy_scale
+from gtpo.openrlhf.actors import per_completion_entropy_scale
 from gtpo.openrlhf.fused import FusedActorForward, fused_logprobs_and_entropy
 
 META = torch.device("meta")
@@ -81,21 +80,8 @@ def test_training_step_entropy_penalty_stays_on_the_models_device(openrlhf_args)
     """OpenRLHF's real training step with GTPO's penalty: the per-completion row scale, the
     fused pass, the policy loss and the entropy term, all on the model's device."""
     losses: list[torch.Tensor] = []
-    trainer = object.__new__(GTPOActorPPOTrainer)
-    trainer.args = openrlhf_args("--gtpo.gamma", "0.1")
-    trainer.actor = actor_on_meta()
-    trainer.strategy = SimpleNamespace(
-        ring_attn_group=None,
-        backward=lambda loss, model, optim: losses.append(loss),
-        optimizer_step=lambda *a, **k: None,
-        get_grad_norm=lambda model: 0.0,
-    )
-    trainer.actor_loss_fn = PolicyLoss(token_level_loss=True)
-    trainer.aux_loss = False
-    trainer.ema_model = None
-    trainer.actor_optim = None
-    trainer.actor_scheduler = SimpleNamespace(get_last_lr=lambda: [1e-6])
-    trainer.replay_buffer = None
+    args = openrlhf_args("--gtpo.gamma", "0.1")
+    trainer = bare_actor_trainer(args, actor_on_meta(), losses.append)
     sequences, attention_mask, action_mask = batch_on_meta()
     experience = Experience(
         sequences=sequences,

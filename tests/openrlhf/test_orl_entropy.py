@@ -6,7 +6,6 @@ padded and packed samples."""
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,9 +14,9 @@ pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
 transformers = pytest.importorskip("transformers")
 
-from openrlhf.models import Actor, PolicyLoss  # noqa: E402
+from openrlhf.models import Actor  # noqa: E402
 from openrlhf.trainer.ppo_utils.experience import Experience  # noqa: E402
-from tiny_llama import tiny_llama  # noqa: E402
+from tiny_llama import bare_actor_trainer, tiny_llama  # noqa: E402
 
 from gtpo import completion_entropy, token_entropy  # noqa: E402
 from gtpo.openrlhf.actors import GTPOActorPPOTrainer, per_completion_entropy_scale  # noqa: E402
@@ -32,29 +31,14 @@ def tiny_actor(seed: int = 0) -> Actor:
 
 
 def actor_trainer(args, cls=GTPOActorPPOTrainer, seed: int = 0):
-    """An actor trainer without DeepSpeed: `strategy.backward` runs autograd and keeps the loss."""
+    """An actor trainer without DeepSpeed whose backward runs autograd and keeps the loss."""
     losses: list[torch.Tensor] = []
-    trainer = object.__new__(cls)
-    trainer.args = args
-    trainer.actor = tiny_actor(seed)
 
-    def backward(loss, model, optim):
+    def backward(loss):
         losses.append(loss)
         loss.backward()
 
-    trainer.strategy = SimpleNamespace(
-        ring_attn_group=None,
-        backward=backward,
-        optimizer_step=lambda *a, **k: None,
-        get_grad_norm=lambda model: 0.0,
-    )
-    trainer.actor_loss_fn = PolicyLoss(token_level_loss=True)
-    trainer.aux_loss = False
-    trainer.ema_model = None
-    trainer.actor_optim = None
-    trainer.actor_scheduler = SimpleNamespace(get_last_lr=lambda: [1e-6])
-    trainer.replay_buffer = None
-    return trainer, losses
+    return bare_actor_trainer(args, tiny_actor(seed), backward, cls), losses
 
 
 def batch(trainer):
@@ -159,8 +143,7 @@ def saved_for_backward_bytes(trainer, experience, info, fused: bool) -> int:
         storages[storage.data_ptr()] = storage.nbytes()
         return tensor
 
-    losses = []
-    trainer.strategy.backward = lambda loss, model, optim: losses.append(loss)
+    trainer.strategy.backward = lambda loss, model, optim: None
     scale = per_completion_entropy_scale(
         experience.action_mask, info["batch_num_tokens"], info["global_batch_size"]
     )

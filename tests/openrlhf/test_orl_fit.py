@@ -43,7 +43,7 @@ pytest.importorskip("tensorboard")
 
 import httpx  # noqa: E402
 import torch  # noqa: E402
-from fit_harness import TEMPERATURE, G, base_argv, build_fixture, run_fit  # noqa: E402
+from fit_harness import TEMPERATURE, FitRun, G, base_argv, build_fixture, run_fit  # noqa: E402
 from paper_reference import reference_delta, reference_weights  # noqa: E402
 
 from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
@@ -329,6 +329,26 @@ def rescore(url: str, model: Path, records: list[dict]) -> tuple[list[float], li
     return trained, fresh
 
 
+def run_fit_acting_after_step_1(argv: list[str], out: Path, action) -> FitRun:
+    """run_fit, calling `action()` in another thread once the run's log shows step 1 done."""
+
+    def watch() -> None:
+        log = out / "run.log"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if log.exists() and "Global step 1" in log.read_text():
+                action()
+                return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    try:
+        return run_fit(argv, out)
+    finally:
+        thread.join()
+
+
 def test_reward_server_outage_of_10s_is_ridden_out(fixture_files, reward_server, tmp_path):
     """The reward server is stopped for 10 s right after step 1: the rollout actors keep
     retrying, the run completes, and every sample is rewarded exactly as the server scores it."""
@@ -336,25 +356,16 @@ def test_reward_server_outage_of_10s_is_ridden_out(fixture_files, reward_server,
     outage: dict[str, float] = {}
 
     def interrupt() -> None:
-        log = tmp_path / "run.log"
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if log.exists() and "Global step 1" in log.read_text():
-                reward_server.stop()
-                outage["start"] = time.monotonic()
-                time.sleep(10)
-                reward_server.start()
-                reward_server.wait()
-                outage["end"] = time.monotonic()
-                return
-            time.sleep(0.2)
+        reward_server.stop()
+        outage["start"] = time.monotonic()
+        time.sleep(10)
+        reward_server.start()
+        reward_server.wait()
+        outage["end"] = time.monotonic()
 
-    thread = threading.Thread(target=interrupt)
-    thread.start()
     try:
-        run = run_fit(argv, tmp_path)
+        run = run_fit_acting_after_step_1(argv, tmp_path, interrupt)
     finally:
-        thread.join()
         if reward_server.proc is None or reward_server.proc.poll() is not None:
             reward_server.start()
             reward_server.wait()
@@ -385,24 +396,11 @@ def test_two_reward_servers_share_the_load_and_one_can_die(fixture_files, tmp_pa
         argv = flag(argv, "--reward.remote_url", urls)
         served: dict[str, float] = {}
 
-        def kill_after_step_1() -> None:
-            log = tmp_path / "run.log"
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                if log.exists() and "Global step 1" in log.read_text():
-                    served["first"], served["second"] = (
-                        request_count(first.url), request_count(second.url),
-                    )  # fmt: skip
-                    second.proc.kill()  # no goodbye: connections refused from now on
-                    return
-                time.sleep(0.2)
+        def kill_second() -> None:
+            served["first"], served["second"] = request_count(first.url), request_count(second.url)
+            second.proc.kill()  # no goodbye: connections refused from now on
 
-        thread = threading.Thread(target=kill_after_step_1)
-        thread.start()
-        try:
-            run = run_fit(argv, tmp_path)
-        finally:
-            thread.join()
+        run = run_fit_acting_after_step_1(argv, tmp_path, kill_second)
         assert run.returncode == 0, run.log[-4000:]
         # H_ini's 4 prompts and step 1's 4, G = 4 each: 32 requests, alternating servers.
         assert served["first"] + served["second"] >= 32

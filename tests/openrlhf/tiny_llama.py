@@ -1,4 +1,5 @@
-"""The tiny Llama the OpenRLHF unit tests share: built from a config (no hub download)."""
+"""What the OpenRLHF unit tests share: the tiny Llama built from a config (no hub download),
+and OpenRLHF's actor trainer without DeepSpeed around an actor."""
 
 from __future__ import annotations
 
@@ -22,3 +23,30 @@ def tiny_llama(seed: int = 0) -> transformers.LlamaForCausalLM:
     with torch.no_grad():
         model.lm_head.weight.mul_(40)  # peaked, position-dependent distributions
     return model
+
+
+def bare_actor_trainer(args, actor, backward, cls=None):
+    """An ActorPPOTrainer (GTPO's by default) around `actor` without DeepSpeed: `backward(loss)`
+    stands in for the strategy's backward; the optimizer step does nothing."""
+    from types import SimpleNamespace
+
+    from openrlhf.models import PolicyLoss
+
+    if cls is None:
+        from gtpo.openrlhf.actors import GTPOActorPPOTrainer as cls
+    trainer = object.__new__(cls)
+    trainer.args = args
+    trainer.actor = actor
+    trainer.strategy = SimpleNamespace(
+        ring_attn_group=None,
+        backward=lambda loss, model, optim: backward(loss),
+        optimizer_step=lambda *a, **k: None,
+        get_grad_norm=lambda model: 0.0,
+    )
+    trainer.actor_loss_fn = PolicyLoss(token_level_loss=True)
+    trainer.aux_loss = False
+    trainer.ema_model = None
+    trainer.actor_optim = None
+    trainer.actor_scheduler = SimpleNamespace(get_last_lr=lambda: [1e-6])
+    trainer.replay_buffer = None
+    return trainer
