@@ -6,8 +6,9 @@ another's verdict cache):
 
 - demo train: ``RewardClient.score(..., per_request=8)``, a group of G = 8 per request, 8 at once;
 - demo eval: ``per_request=16``;
-- TRL: ``RewardServerReward(url)``: one completion per request, 8 at once, as TRL calls it;
-- TRL c64: the same with ``concurrency=64``.
+- TRL: ``RewardServerReward(url)`` with its defaults, as TRL calls it (8 completions a request
+  since this change; one before);
+- TRL 1/req, TRL 1/req c64: one completion per request (OpenRLHF's shape), 8 and 64 at once.
 
     python benchmarks/reward_client_throughput.py            # 2,000 completions, 3 runs each
     python benchmarks/reward_client_throughput.py --n 500 --runs 1
@@ -64,9 +65,9 @@ def shapes(url: str) -> dict[str, Callable[[list[str], list[str], list[str]], li
 
         return run
 
-    def trl(concurrency: int) -> Callable[..., list[float]]:
+    def trl(**settings: int) -> Callable[..., list[float]]:
         def run(prompts: list[str], responses: list[str], labels: list[str]) -> list[float]:
-            reward = RewardServerReward(url, concurrency=concurrency)
+            reward = RewardServerReward(url, **settings)
             try:
                 return reward(prompts, responses, label=labels)
             finally:
@@ -74,7 +75,13 @@ def shapes(url: str) -> dict[str, Callable[[list[str], list[str], list[str]], li
 
         return run
 
-    return {"demo train": demo(8), "demo eval": demo(16), "TRL": trl(8), "TRL c64": trl(64)}
+    return {
+        "demo train": demo(8),
+        "demo eval": demo(16),
+        "TRL": trl(),
+        "TRL 1/req": trl(per_request=1),
+        "TRL 1/req c64": trl(per_request=1, concurrency=64),
+    }
 
 
 def main() -> None:
@@ -89,7 +96,7 @@ def main() -> None:
         f"{args.n} completions per run, {args.runs} runs per shape, {os.cpu_count()} CPU cores, "
         f"load average {os.getloadavg()[0]:.2f}; client and server share the machine"
     )
-    header = f"{'shape':<11} {'completions/s':>13} {'connections':>11} {'requests':>8}"
+    header = f"{'shape':<13} {'completions/s':>13} {'connections':>11}"
     print(header)
     print("-" * len(header))
     try:
@@ -103,12 +110,8 @@ def main() -> None:
                 rates.append(len(rewards) / (time.perf_counter() - started))
                 connects.append(CONNECTS["count"])
                 assert len(rewards) == len(prompts)
-            per_request = {"demo train": 8, "demo eval": 16}.get(name, 1)
-            requests = -(-args.n // per_request)
-            print(
-                f"{name:<11} {statistics.median(rates):>13.0f} "
-                f"{statistics.median(connects):>11.0f} {requests:>8}"
-            )
+            rate, connections = statistics.median(rates), statistics.median(connects)
+            print(f"{name:<13} {rate:>13.0f} {connections:>11.0f}")
     finally:
         stop_server(proc)
 

@@ -9,8 +9,9 @@ comes through this module.
 - ``AsyncRewardClient`` (asyncio; GTPO's OpenRLHF rollout actors): ``get_reward(payload)``
   posts OpenRLHF's ``/get_reward`` body to the endpoint URLs OpenRLHF was given.
 
-Both keep one pooled httpx client for their lifetime, so connections are reused (a keep-alive
-connection per concurrent request, not one per request). Both take one server or several
+Both keep their connections for their lifetime (one pooled httpx client per server; one aiohttp
+session per server in the rollout actors, see ``AsyncRewardClient``), so connections are reused:
+a keep-alive connection per concurrent request, not one per request. Both take one server or several
 (``"http://a:8000,http://b:8000"`` or a list): each request starts at the next server in turn
 (`ServerRotation`), and a failure that a later attempt may not get (a connection error, a
 timeout, HTTP 5xx, 408 or 429: ``retryable_status``) moves it to the next server at once. When
@@ -445,8 +446,13 @@ class AsyncRewardClient:
     ``endpoints``: the URLs OpenRLHF posts to (``--reward.remote_url``, path included), one or
     several. Retries and failover as the module says, for ``retry_for_s`` seconds; each attempt
     may take ``timeout_s`` (less when the retry budget ends sooner). At most
-    ``max_connections`` requests are in flight per server; the others wait for a pooled
-    connection (that wait is not a server failure and is not timed).
+    ``max_connections`` requests are in flight per server, over as many keep-alive connections;
+    the others wait their turn (that wait is not a server failure and is not timed).
+
+    The transport is aiohttp (OpenRLHF's own client library, so the rollout side adds nothing):
+    on a rollout's burst of one-sample requests to this project's server it sent 870-950 a
+    second from one event loop, where httpx's async client sent 160-270 (2,000 requests,
+    8 or 64 in flight, 2 cores shared with the server).
     """
 
     def __init__(
@@ -464,28 +470,29 @@ class AsyncRewardClient:
         self.max_connections = max_connections
         self.hint = hint
         self.outages = OutageLog()
-        self._http: dict[str, httpx.AsyncClient] = {}
+        self._sessions: dict[str, Any] = {}
+        self._slots: dict[str, asyncio.Semaphore] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _client(self, url: str) -> httpx.AsyncClient:
-        # One pool per server, as in RewardClient. An httpx.AsyncClient belongs to the event
-        # loop it first ran in; a Ray async actor has one loop for its life, a test may run
-        # several in turn.
+    def _session(self, url: str) -> tuple[Any, asyncio.Semaphore]:
+        """The server's session (its keep-alive connections) and the semaphore that keeps its
+        requests in flight within `max_connections`. A session belongs to the event loop it was
+        made in; a Ray async actor has one loop for its life, a test may run several in turn."""
+        import aiohttp
+
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            self._http, self._loop = {}, loop
-        if url not in self._http:
-            limits = httpx.Limits(
-                max_connections=self.max_connections,
-                max_keepalive_connections=self.max_connections,
-            )
-            self._http[url] = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
-        return self._http[url]
+            self._sessions, self._slots, self._loop = {}, {}, loop
+        if url not in self._sessions:
+            connector = aiohttp.TCPConnector(limit=self.max_connections)
+            self._sessions[url] = aiohttp.ClientSession(connector=connector)
+            self._slots[url] = asyncio.Semaphore(self.max_connections)
+        return self._sessions[url], self._slots[url]
 
     async def aclose(self) -> None:
-        for http in self._http.values():
-            await http.aclose()
-        self._http = {}
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions, self._slots = {}, {}
 
     async def get_reward(self, payload: dict[str, Any]) -> dict[str, Any]:
         """POST ``payload`` (OpenRLHF's /get_reward body); the answer, which holds ``rewards``.
@@ -493,21 +500,27 @@ class AsyncRewardClient:
         Raises RewardServerError after ``retry_for_s`` seconds of retryable failures, or at once
         on a refusal or an answer outside the protocol.
         """
+        import aiohttp
+
         started = time.monotonic()
         last, attempts = "no attempt", 0
         for url, wait in self.servers.attempts(self.retry_for_s):
             if wait:
                 await asyncio.sleep(wait)
             attempts += 1
-            remaining = self.retry_for_s - (time.monotonic() - started)
-            timeout = httpx.Timeout(max(1.0, min(self.timeout_s, remaining)), pool=None)
+            session, slots = self._session(url)
             try:
-                response = await self._client(url).post(url, json=payload, timeout=timeout)
-                answer = _decode(url, response.status_code, response.text)
+                async with slots:
+                    # Timed from here: the wait for a slot above is ours, not the server's.
+                    remaining = self.retry_for_s - (time.monotonic() - started)
+                    timeout = aiohttp.ClientTimeout(total=max(1.0, min(self.timeout_s, remaining)))
+                    async with session.post(url, json=payload, timeout=timeout) as response:
+                        status, text = response.status, await response.text()
+                answer = _decode(url, status, text)
             except _Retry as exc:
                 last = str(exc)
-            except httpx.TransportError as exc:
-                last = _transport_error(exc)
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                last = f"{type(exc).__name__}: {exc}".rstrip(": ")
             else:
                 if not isinstance(answer, dict) or "rewards" not in answer:
                     raise RewardServerError(

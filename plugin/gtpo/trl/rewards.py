@@ -36,7 +36,9 @@ class RewardServerReward:
             several servers as a list or comma-separated: requests rotate over them and fail
             over from one to the next.
         label_column: the dataset column holding each prompt's reference answer.
-        per_request: completions per HTTP request (1, as OpenRLHF sends them).
+        per_request: completions per HTTP request. 8 by default: with `concurrency` requests in
+            flight that is 64 completions at once, and about 4× the throughput of one
+            completion per request (OpenRLHF's shape) on the same server.
         concurrency: requests in flight at once (pooled keep-alive connections).
         timeout_s: one attempt's timeout.
         token: sent as `Authorization: Bearer` when the server sets GTPO_RS_API_TOKEN.
@@ -55,7 +57,7 @@ class RewardServerReward:
         self,
         url: str | Sequence[str],
         label_column: str = "label",
-        per_request: int = 1,
+        per_request: int = 8,
         concurrency: int = 8,
         timeout_s: float = 60.0,
         token: str | None = None,
