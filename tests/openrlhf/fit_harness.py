@@ -103,7 +103,8 @@ def build_fixture(
     def encode(text: str) -> list[int]:
         return backend.encode(text).ids
 
-    warm_start(model, encode, problems, eos_id, pad_id, sft_steps, seed=0, batch_size=32)
+    if sft_steps:  # 0: random weights (benchmarks/step_cost.py: every completion runs to its limit)
+        warm_start(model, encode, problems, eos_id, pad_id, sft_steps, seed=0, batch_size=32)
     model_dir = root / "tiny-llama"
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)

@@ -300,7 +300,8 @@ def test_variant_completes_its_steps(variant, fixture_files, reward_server, tmp_
         assert f"measured on {prompts} prompts × {G} completions" in run.log
     if variant == "grpo-reference-kl":
         # The baseline: OpenRLHF's advantages untouched (λ ≡ 1, δ ≡ 1) and a KL against the
-        # reference model that grows once the policy has moved.
+        # reference model that grows once the policy has moved; δ is off, so no H_ini.
+        assert "GTPO: H_ini = " not in run.log
         for record in records:
             for mb, group_norm in zip(record["micro_batches"], record["group_norm"], strict=True):
                 assert torch.equal(mb["advantages"], group_norm)

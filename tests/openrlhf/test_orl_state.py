@@ -137,6 +137,15 @@ def test_a_checkpoint_every_process_sees_resumes(ray_cluster, openrlhf_args, tmp
     assert trainer.experience_maker.h_ini == pytest.approx(0.37)
 
 
+@pytest.mark.parametrize("flags", [("--gtpo.algo", "grpo"), ("--gtpo.entropy_filter", "off")])
+def test_h_ini_is_not_measured_when_nothing_reads_it(ray_cluster, openrlhf_args, tmp_path, flags):
+    """The GRPO baseline and δ off read no H_ini: no h_ini_prompts × G extra generations."""
+    trainer = bare_trainer(openrlhf_args(*flags), RanksGroup(ray_cluster, []))
+    trainer.measure_h_ini = lambda: pytest.fail("H_ini measured although δ is off")
+    trainer.init_checkpoint_states()
+    assert trainer.experience_maker.h_ini is None
+
+
 def test_best_checkpoint_carries_h_ini_too(ray_cluster, openrlhf_args, tmp_path):
     group = CheckpointingGroup(ray_cluster, tmp_path)
     trainer = bare_trainer(openrlhf_args("--ckpt.path", str(tmp_path / "c")), group, h_ini=0.25)

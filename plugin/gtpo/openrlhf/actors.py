@@ -273,7 +273,7 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
         entropies, self._rollout_entropy = self._rollout_entropy, None
         if entropies is None:
             raise RuntimeError("compute_advantages_and_returns called without make_experience")
-        if self.h_ini is None:
+        if self.h_ini is None and self.gtpo.filter_mode == "auto":
             raise RuntimeError(
                 "H_ini is unknown: GTPOPPOTrainer measures it (or restores it) before the first "
                 "rollout; this experience maker was used without that trainer"
@@ -314,7 +314,9 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
                 compat.CKPT_PATH.get(self.args),
             )
         h_ini = state.restore_h_ini(states, self.gtpo.h_ini)
-        if h_ini is None:
+        # Only δ's `auto` mode reads H_ini (Eq. 6); the GRPO baseline and δ on/off skip the
+        # measurement's h_ini_prompts × G generations.
+        if h_ini is None and self.gtpo.filter_mode == "auto":
             if states.get("global_step", 0) > 0:
                 # fit() syncs the resumed weights to the rollout engines only after this call.
                 self.broadcast_to_vllm()

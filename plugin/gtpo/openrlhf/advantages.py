@@ -71,7 +71,7 @@ def weight_advantages(
     experiences: Sequence[Any],
     completion_entropy: Sequence[torch.Tensor],
     group_size: int,
-    h_ini: float,
+    h_ini: float | None,
     config: GTPOConfig,
 ) -> dict[str, float]:
     """Replace each experience's advantages A_i by λ_{i,t}·δ_i·A_i in place (penalty form) or
@@ -82,7 +82,8 @@ def weight_advantages(
             with `--algo.advantage.estimator` group_norm or dr_grpo (layout in `compat`).
         completion_entropy: one [B] tensor per experience, ⟨H⟩_i of each row (Sec. 4.2).
         group_size: G = n_samples_per_prompt.
-        h_ini: the model's mean completion entropy before training (Eq. 6).
+        h_ini: the model's mean completion entropy before training (Eq. 6); None when δ does
+            not read it (not `auto`, or the GRPO baseline).
         config: the knobs; `gtpo_terms(config, ...)` chooses λ, δ and the entropy form (λ ≡ 1,
             δ ≡ 1 and no entropy term for the GRPO baseline).
 
@@ -132,7 +133,7 @@ def _weight_chunk(
     advantages: torch.Tensor,
     entropy: torch.Tensor,
     group_size: int,
-    h_ini: float,
+    h_ini: float | None,
     config: GTPOConfig,
     sums: dict[str, torch.Tensor],
 ) -> None:

@@ -131,6 +131,7 @@ class GTPOTrainer(GRPOTrainer):
         self._capture_sampling = False
         self._loss_inputs: dict[str, Any] | None = None
         self._loss_entropies: torch.Tensor | None = None
+        self._loss_gamma = 0.0  # the micro-batch's γ of the separate penalty term
         super().__init__(model, reward_funcs, args, *trl_args, **trl_kwargs)
         if self._is_vlm:
             raise GTPOConfigError(
