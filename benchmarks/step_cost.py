@@ -22,8 +22,8 @@ Rewards come from a local function that varies within groups (the reward server'
 same for both methods and not measured here). In TRL, H_ini is given to the runs and its
 one-off measurement timed after training, so it adds nothing to the steady steps' memory.
 
-    python benchmarks/step_cost.py            # about 20 minutes on 2 cores
-    python benchmarks/step_cost.py --quick    # under 10 minutes: fewer steps
+    python benchmarks/step_cost.py            # two alternating runs of each method, ~35 min
+    python benchmarks/step_cost.py --quick    # one run of each, fewer steps: under 10 minutes
 
 The last line is `step cost GTPO/GRPO: trl time R, trl memory R, openrlhf time R, openrlhf
 memory R`. The machine's other load skews the times: compare ratios from one run.
@@ -146,59 +146,66 @@ def trl_arm(algo: str, steps: int, out: Path) -> dict:
     return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, "peak_rss_kb": peak}
 
 
-def run_trl(steps: int, work: Path) -> dict[str, dict]:
-    results = {}
-    for algo in ("grpo", "gtpo"):
-        out = work / f"trl-{algo}.json"
-        command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps)]
-        subprocess.run([*command, "--json", str(out)], check=True)
-        results[algo] = json.loads(out.read_text())
+def run_trl(steps: int, rounds: int, work: Path) -> dict[str, list[dict]]:
+    """`rounds` runs of each method, alternating (GRPO, GTPO, GRPO, ...), each in its own
+    process: drift in the machine's speed falls on both."""
+    results: dict[str, list[dict]] = {"grpo": [], "gtpo": []}
+    for round_ in range(rounds):
+        for algo in results:
+            out = work / f"trl-{algo}-{round_}.json"
+            command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps)]
+            subprocess.run([*command, "--json", str(out)], check=True)
+            results[algo].append(json.loads(out.read_text()))
     return results
 
 
 # ---------------------------------------------------------------------------------- OpenRLHF
 
 
-def run_openrlhf(steps: int, work: Path) -> dict[str, dict]:
+def run_openrlhf(steps: int, rounds: int, work: Path) -> dict[str, list[dict]]:
+    """`rounds` fit() runs of each method, alternating, through the tests' harness."""
     from fit_harness import G, base_argv, build_fixture, run_fit
 
     fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0, shape=SHAPE,
                             vocab_size=OPENRLHF_VOCAB)  # fmt: skip
     reward = work / "reward.py"
     reward.write_text(REWARD_FILE)
-    results = {}
-    for algo in ("grpo", "gtpo"):
-        out = work / f"openrlhf-{algo}"
-        argv = base_argv(fixture, "http://unused", out)
-        overrides = {
-            "--reward.remote_url": str(reward),
-            "--data.max_samples": str(4 * steps),
-            "--data.max_len": "256",
-            "--rollout.max_new_tokens": str(COMPLETION_TOKENS),
-            "--rollout.temperature": "1.0",
-            "--rollout.micro_batch_size": "4",
-            "--train.micro_batch_size": str(4 * G),
-            "--gtpo.algo": algo,
-            "--gtpo.h_ini_prompts": "2",
-        }
-        for name, value in overrides.items():
-            if name in argv:
-                argv[argv.index(name) + 1] = value
-            else:
-                argv += [name, value]
-        run = run_fit(argv, out, timeout=1200)
-        if run.returncode != 0:
-            raise SystemExit(f"OpenRLHF {algo} run failed; log: {out / 'run.log'}")
-        capture = out / "capture"
-        (step_file,) = capture.glob("train_step_seconds_*.json")
-        (memory_file,) = capture.glob("actor_peak_rss_*.json")
-        h_ini = [float(line.split(" in ")[1].split(" s")[0]) for line in run.log.splitlines()
-                 if "GTPO: H_ini = " in line]  # fmt: skip
-        results[algo] = {
-            "step_seconds": json.loads(step_file.read_text()),
-            "peak_rss_kb": json.loads(memory_file.read_text()),
-            "h_ini_seconds": h_ini,
-        }
+    results: dict[str, list[dict]] = {"grpo": [], "gtpo": []}
+    for round_ in range(rounds):
+        for algo in results:
+            out = work / f"openrlhf-{algo}-{round_}"
+            argv = base_argv(fixture, "http://unused", out)
+            overrides = {
+                "--reward.remote_url": str(reward),
+                "--data.max_samples": str(4 * steps),
+                "--data.max_len": "256",
+                "--rollout.max_new_tokens": str(COMPLETION_TOKENS),
+                "--rollout.temperature": "1.0",
+                "--rollout.micro_batch_size": "4",
+                "--train.micro_batch_size": str(4 * G),
+                "--gtpo.algo": algo,
+                "--gtpo.h_ini_prompts": "2",
+            }
+            for name, value in overrides.items():
+                if name in argv:
+                    argv[argv.index(name) + 1] = value
+                else:
+                    argv += [name, value]
+            run = run_fit(argv, out, timeout=1200)
+            if run.returncode != 0:
+                raise SystemExit(f"OpenRLHF {algo} run failed; log: {out / 'run.log'}")
+            capture = out / "capture"
+            (step_file,) = capture.glob("train_step_seconds_*.json")
+            (memory_file,) = capture.glob("actor_peak_rss_*.json")
+            h_ini = [float(line.split(" in ")[1].split(" s")[0]) for line in run.log.splitlines()
+                     if "GTPO: H_ini = " in line]  # fmt: skip
+            results[algo].append(
+                {
+                    "step_seconds": json.loads(step_file.read_text()),
+                    "peak_rss_kb": json.loads(memory_file.read_text()),
+                    "h_ini_seconds": h_ini,
+                }
+            )
     return results
 
 
@@ -276,33 +283,44 @@ def main() -> None:
         controller_arm(n, length, args.json)
         return
 
-    trl_steps, orl_steps = (5, 4) if args.quick else (10, 8)
+    # (steps per run, rounds of runs per method): the first step of each run is left out.
+    trl_plan, orl_plan = ((5, 1), (4, 1)) if args.quick else ((8, 2), (5, 2))
     started = time.perf_counter()
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="step-cost-") as tmp:
         work = Path(tmp)
         controller = run_controller(work, 8192, 8192)
         print(f"controller: {json.dumps(controller)}", flush=True)
-        trl = run_trl(trl_steps, work)
+        trl = run_trl(*trl_plan, work)
         print(f"TRL: {json.dumps(trl)}", flush=True)
-        orl = run_openrlhf(orl_steps, work)
+        orl = run_openrlhf(*orl_plan, work)
         print(f"OpenRLHF: {json.dumps(orl)}", flush=True)
 
-    def row(loop: str, results: dict) -> tuple[float, float]:
-        time_ = {a: statistics.median(steady(results[a]["step_seconds"])) for a in results}
-        peak = results["gtpo"]["peak_rss_kb"], results["grpo"]["peak_rss_kb"]
-        memory = [statistics.median(steady(p)) if isinstance(p, list) else p for p in peak]
+    def row(loop: str, results: dict[str, list[dict]]) -> tuple[float, float]:
+        """Median of the steady steps of every run of a method; median of its runs' peaks
+        (TRL: one per run; OpenRLHF: one per steady step)."""
+        time_, memory = {}, {}
+        for algo, runs in results.items():
+            time_[algo] = statistics.median(t for r in runs for t in steady(r["step_seconds"]))
+            peaks = [p for r in runs for p in (steady(r["peak_rss_kb"])
+                     if isinstance(r["peak_rss_kb"], list) else [r["peak_rss_kb"]])]  # fmt: skip
+            memory[algo] = statistics.median(peaks)
         print(
             f"{loop:<9} step s  GRPO {time_['grpo']:7.3f}  GTPO {time_['gtpo']:7.3f}  "
-            f"ratio {time_['gtpo'] / time_['grpo']:.3f}   peak RSS MB  GRPO {memory[1] / 1024:7.0f}"
-            f"  GTPO {memory[0] / 1024:7.0f}  ratio {memory[0] / memory[1]:.3f}  "
-            f"(GTPO − GRPO {(memory[0] - memory[1]) / 1024:+.0f} MB)"
+            f"ratio {time_['gtpo'] / time_['grpo']:.3f}   peak RSS MB  GRPO "
+            f"{memory['grpo'] / 1024:7.0f}  GTPO {memory['gtpo'] / 1024:7.0f}  ratio "
+            f"{memory['gtpo'] / memory['grpo']:.3f}  (GTPO − GRPO "
+            f"{(memory['gtpo'] - memory['grpo']) / 1024:+.0f} MB)"
         )
-        h_ini = results["gtpo"]["h_ini_seconds"]
-        print(f"{loop:<9} H_ini's one-off measurement (GTPO): {sum(h_ini):.1f} s")
-        return time_["gtpo"] / time_["grpo"], memory[0] / memory[1]
+        h_ini = [s for r in results["gtpo"] for s in r["h_ini_seconds"]]
+        if h_ini:
+            print(f"{loop:<9} H_ini's one-off measurement (GTPO): {statistics.median(h_ini):.1f} s")
+        return time_["gtpo"] / time_["grpo"], memory["gtpo"] / memory["grpo"]
 
-    print(f"steady steps: TRL {trl_steps - 1}, OpenRLHF {orl_steps - 1} per method")
+    print(
+        f"steady steps per method: TRL {(trl_plan[0] - 1) * trl_plan[1]}, "
+        f"OpenRLHF {(orl_plan[0] - 1) * orl_plan[1]}"
+    )
     trl_time, trl_memory = row("TRL", trl)
     orl_time, orl_memory = row("OpenRLHF", orl)
     print(

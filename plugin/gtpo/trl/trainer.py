@@ -422,7 +422,7 @@ class GTPOTrainer(GRPOTrainer):
             self._window_entropy.append(metrics["entropy_mean"])
             if self.accelerator.sync_gradients:
                 window, self._window_entropy = self._window_entropy, []
-                step = self.state.global_step
+                step = self.state.global_step + 1  # the step this optimizer update completes
                 self._entropy_monitor.update(sum(window) / len(window), self.h_ini, step)
 
     def _raise_reward_failures(self) -> None:
