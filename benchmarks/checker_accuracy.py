@@ -27,27 +27,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
-TESTS = Path(__file__).resolve().parents[1] / "tests" / "reward_server"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from rs_corpora import load_corpus
+
 REASONING = "I worked it out step by step."
-
-
-def _load(name: str) -> ModuleType:
-    """Import a corpus module from tests/ (shared data lives with the tests, see DESIGN.md)."""
-    spec = importlib.util.spec_from_file_location(name, TESTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass(frozen=True)
@@ -89,16 +79,16 @@ def corpora() -> dict[str, list[Case]]:
 
     pairs = [
         Case(p.answer, p.reference, p.equal, "labelled pairs", f"[{p.kind}] {p.why}")
-        for p in _load("checker_corpus").PAIRS
+        for p in load_corpus("checker_corpus").PAIRS
     ]
-    realistic_module = _load("realistic_corpus")
+    realistic_module = load_corpus("realistic_corpus")
     realistic = [
         Case(b.block, b.label, b.correct, "realistic blocks", f"[{b.style}] {b.why}")
         for b in realistic_module.CORRECT + realistic_module.WRONG
     ]
     exploits = [
         Case(c.response, c.label, not c.exploit, "exploits", f"[{c.kind}] {c.why}")
-        for c in _load("exploit_corpus").COMPLETIONS
+        for c in load_corpus("exploit_corpus").COMPLETIONS
     ]
     for case in realistic + exploits:  # every label yields a reference
         assert extract_reference(case.reference) is not None, case

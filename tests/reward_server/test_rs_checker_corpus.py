@@ -3,26 +3,12 @@ reasons of the answer policy."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from rs_corpora import load_corpus
 
 from reward_server.verify import equivalent_inline
 
-
-def _corpus(name: str):
-    path = Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-PAIRS = _corpus("checker_corpus").PAIRS
+PAIRS = load_corpus("checker_corpus").PAIRS
 
 
 def test_corpus_covers_every_class_with_both_labels() -> None:

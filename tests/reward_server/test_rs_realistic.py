@@ -4,46 +4,23 @@ scorer with a real verification pool: every correct block earns accuracy 10, eve
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
+from rs_corpora import load_corpus, score_completions
 
-from reward_server.pool import VerifierPool
 from reward_server.protocol import formatted
 from reward_server.scoring import Scorer
 from reward_server.settings import Settings
-from reward_server.verify import Verifier, symbolic_equivalent
+from reward_server.verify import Verifier
 
-
-def _corpus():
-    name = "realistic_corpus"
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-CORPUS = _corpus()
+CORPUS = load_corpus("realistic_corpus")
 BLOCKS = CORPUS.CORRECT + CORPUS.WRONG
 
 
 @pytest.fixture(scope="module")
 def scored() -> list:
-    async def run() -> list:
-        pool = VerifierPool(symbolic_equivalent, size=2, timeout_s=5.0)
-        await pool.start()
-        try:
-            scorer = Scorer(Settings(verify_workers=2), Verifier(pool))
-            queries = [formatted("I worked it out step by step.", b.block) for b in BLOCKS]
-            return await scorer.score_batch(queries, None, [b.label for b in BLOCKS])
-        finally:
-            await pool.close()
-
-    return asyncio.run(run())
+    queries = [formatted("I worked it out step by step.", b.block) for b in BLOCKS]
+    return score_completions(queries, [b.label for b in BLOCKS])
 
 
 def test_corpus_size_and_styles() -> None:
