@@ -1,8 +1,8 @@
 """GTPO's cost per training step against GRPO's, in the real TRL and OpenRLHF loops, side by
 side in one run with the same model, data and seeds.
 
-- TRL: `gtpo.trl.GTPOTrainer` with GTPOConfig() against GTPOConfig(algo="grpo") (TRL's own
-  GRPO loss through the same trainer), each in a fresh process. Time per step: the median of the
+- TRL: `gtpo.trl.GTPOTrainer` with GTPOConfig() against TRL's own `GRPOTrainer` (the same
+  GRPOConfig), each in a fresh process. Time per step: the median of the
   steady steps (the first, which holds H_ini's measurement and warm-up, is left out; H_ini has
   its own line). Memory: the process's peak resident set size (VmHWM) over the steady steps
   (reset after the first), generation included.
@@ -87,7 +87,7 @@ def trl_arm(algo: str, steps: int, out: Path) -> dict:
     import torch
     from datasets import Dataset
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
-    from trl import GRPOConfig
+    from trl import GRPOConfig, GRPOTrainer
 
     from gtpo import GTPOConfig
     from gtpo.demo.task import corpus, make_split
@@ -127,14 +127,14 @@ def trl_arm(algo: str, steps: int, out: Path) -> dict:
             if state.global_step == 1:
                 reset_peak_rss()
 
-    # H_ini is given, so that its one-off measurement (timed afterwards, on its own) leaves
-    # nothing in the process that the steady steps' peak memory would count.
-    trainer = GTPOTrainer(
+    # GRPO is TRL's own GRPOTrainer, what a user switches from. GTPO's H_ini is given, so that
+    # its one-off measurement (timed afterwards, on its own) leaves nothing in the process that
+    # the steady steps' peak memory would count.
+    gtpo = {"gtpo_config": GTPOConfig(h_ini=TRL_H_INI, h_ini_prompts=2)} if algo == "gtpo" else {}
+    trainer = (GTPOTrainer if algo == "gtpo" else GRPOTrainer)(
         model, [varied_reward], args,
         train_dataset=Dataset.from_list([{"prompt": p.prompt} for p in split.train]),
-        processing_class=tokenizer,
-        gtpo_config=GTPOConfig(algo=algo, h_ini=TRL_H_INI, h_ini_prompts=2),
-        callbacks=[Clock()],
+        processing_class=tokenizer, callbacks=[Clock()], **gtpo,
     )  # fmt: skip
     trainer.train()
     peak = peak_rss_kb()

@@ -258,3 +258,41 @@ def test_batch_shapes_users_set_match_the_paper(task, tmp_path, shape):
     loss = trainer._compute_loss(trainer.model, inputs)
     expected_loss = eq7_loss(trainer, trainer.model, inputs, trainer.gtpo_config.gamma)
     torch.testing.assert_close(loss, expected_loss, atol=1e-5, rtol=1e-4)
+
+
+def forwards_outside_generation(trainer) -> list[bool]:
+    """One entry per forward of the policy outside `generate` (True: gradients on), from the
+    trainer's start; generation itself runs one forward per token and is the same for both."""
+    model, seen, generating = trainer.model, [], [False]
+    generate = model.generate
+
+    def generate_flagged(*args, **kwargs):
+        generating[0] = True
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            generating[0] = False
+
+    model.generate = generate_flagged
+    model.register_forward_pre_hook(
+        lambda *_: None if generating[0] else seen.append(torch.is_grad_enabled())
+    )
+    return seen
+
+
+@pytest.mark.parametrize("iterations", [1, 2], ids=["loss-forward", "old-forward"])
+@pytest.mark.parametrize("algo", ["gtpo", "grpo"])
+def test_no_forward_beyond_trls_own_grpo(task, tmp_path, algo, iterations):
+    """⟨H⟩ for δ comes from a forward TRL already runs (Issue: the extra no-grad forward per
+    generation batch): GTPO and GRPO run exactly the forwards of TRL's GRPOTrainer."""
+    args = make_args(tmp_path, max_steps=2, num_iterations=iterations)
+    plain = make_trainer(task, args, None, cls=GRPOTrainer)
+    expected = forwards_outside_generation(plain)
+    plain.train()
+    trainer = make_trainer(task, args, GTPOConfig(algo=algo, h_ini=1.0))  # H_ini given: none run
+    seen = forwards_outside_generation(trainer)
+    trainer.train()
+    # What is counted: one loss forward a step, and with two iterations TRL's old-log-prob
+    # forward for the one generation both steps use.
+    assert (expected.count(True), expected.count(False)) == (2, iterations - 1)
+    assert seen == expected
