@@ -22,8 +22,9 @@ Rewards come from a local function that varies within groups (the reward server'
 same for both methods and not measured here). In TRL, H_ini is given to the runs and its
 one-off measurement timed after training, so it adds nothing to the steady steps' memory.
 
-    python benchmarks/step_cost.py            # two alternating runs of each method, ~35 min
+    python benchmarks/step_cost.py            # two alternating runs of each method, ~23 min
     python benchmarks/step_cost.py --quick    # one run of each, fewer steps: under 10 minutes
+    python benchmarks/step_cost.py --loops trl --entropy-form advantage   # one loop, one form
 
 The last line is `step cost GTPO/GRPO: trl time R, trl memory R, openrlhf time R, openrlhf
 memory R`. The machine's other load skews the times: compare ratios from one run.
@@ -58,6 +59,7 @@ VOCAB = 32_000
 # are ~7× slower than fp32 on a CPU without bf16 units: its runs use an 8k vocabulary.
 OPENRLHF_VOCAB = 8_192
 COMPLETION_TOKENS = 100
+LOOPS = {"controller", "trl", "openrlhf"}
 TRL_H_INI = 10.0  # what the random weights measure (nats, above ln 2: Eq. 6 keeps everything)
 REWARD_FILE = '''"""Step-cost benchmark reward: varies within every group, costs nothing."""
 import torch
@@ -82,7 +84,7 @@ def reset_peak_rss() -> None:
 # ---------------------------------------------------------------------------------- TRL
 
 
-def trl_arm(algo: str, steps: int, out: Path) -> dict:
+def trl_arm(algo: str, steps: int, entropy_form: str, out: Path) -> dict:
     """One TRL run in this process (a fresh one per arm): per-step seconds, H_ini, peak RSS."""
     import torch
     from datasets import Dataset
@@ -130,7 +132,8 @@ def trl_arm(algo: str, steps: int, out: Path) -> dict:
     # GRPO is TRL's own GRPOTrainer, what a user switches from. GTPO's H_ini is given, so that
     # its one-off measurement (timed afterwards, on its own) leaves nothing in the process that
     # the steady steps' peak memory would count.
-    gtpo = {"gtpo_config": GTPOConfig(h_ini=TRL_H_INI, h_ini_prompts=2)} if algo == "gtpo" else {}
+    config = GTPOConfig(h_ini=TRL_H_INI, h_ini_prompts=2, entropy_form=entropy_form)
+    gtpo = {"gtpo_config": config} if algo == "gtpo" else {}
     trainer = (GTPOTrainer if algo == "gtpo" else GRPOTrainer)(
         model, [varied_reward], args,
         train_dataset=Dataset.from_list([{"prompt": p.prompt} for p in split.train]),
@@ -146,14 +149,15 @@ def trl_arm(algo: str, steps: int, out: Path) -> dict:
     return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, "peak_rss_kb": peak}
 
 
-def run_trl(steps: int, rounds: int, work: Path) -> dict[str, list[dict]]:
+def run_trl(steps: int, rounds: int, entropy_form: str, work: Path) -> dict[str, list[dict]]:
     """`rounds` runs of each method, alternating (GRPO, GTPO, GRPO, ...), each in its own
     process: drift in the machine's speed falls on both."""
     results: dict[str, list[dict]] = {"grpo": [], "gtpo": []}
     for round_ in range(rounds):
         for algo in results:
             out = work / f"trl-{algo}-{round_}.json"
-            command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps)]
+            command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps),
+                       "--entropy-form", entropy_form]  # fmt: skip
             subprocess.run([*command, "--json", str(out)], check=True)
             results[algo].append(json.loads(out.read_text()))
     return results
@@ -162,7 +166,7 @@ def run_trl(steps: int, rounds: int, work: Path) -> dict[str, list[dict]]:
 # ---------------------------------------------------------------------------------- OpenRLHF
 
 
-def run_openrlhf(steps: int, rounds: int, work: Path) -> dict[str, list[dict]]:
+def run_openrlhf(steps: int, rounds: int, entropy_form: str, work: Path) -> dict[str, list[dict]]:
     """`rounds` fit() runs of each method, alternating, through the tests' harness."""
     from fit_harness import G, base_argv, build_fixture, run_fit
 
@@ -185,6 +189,7 @@ def run_openrlhf(steps: int, rounds: int, work: Path) -> dict[str, list[dict]]:
                 "--train.micro_batch_size": str(4 * G),
                 "--gtpo.algo": algo,
                 "--gtpo.h_ini_prompts": "2",
+                "--gtpo.entropy_form": entropy_form,
             }
             for name, value in overrides.items():
                 if name in argv:
@@ -269,6 +274,16 @@ def steady(values: list[float]) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps (under 10 minutes)")
+    ap.add_argument(
+        "--entropy-form",
+        choices=["penalty", "advantage"],
+        default="penalty",
+        help="where GTPO's entropy term goes (GTPOConfig.entropy_form; default: penalty)",
+    )
+    ap.add_argument(
+        "--loops", default="controller,trl,openrlhf",
+        help="what to measure, comma-separated (default: all; the last line needs both loops)",
+    )  # fmt: skip
     ap.add_argument("--trl-arm", help=argparse.SUPPRESS)
     ap.add_argument("--controller-arm", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, help=argparse.SUPPRESS)
@@ -276,7 +291,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.trl_arm:
         with tempfile.TemporaryDirectory() as tmp:
-            args.json.write_text(json.dumps(trl_arm(args.trl_arm, args.steps, Path(tmp))))
+            args.json.write_text(
+                json.dumps(trl_arm(args.trl_arm, args.steps, args.entropy_form, Path(tmp)))
+            )
         return
     if args.controller_arm:
         n, length = map(int, args.controller_arm.split("x"))
@@ -285,18 +302,26 @@ def main() -> None:
 
     # (steps per run, rounds of runs per method): the first step of each run is left out.
     trl_plan, orl_plan = ((5, 1), (4, 1)) if args.quick else ((8, 2), (5, 2))
+    loops = set(args.loops.split(","))
+    if not loops <= LOOPS:
+        ap.error(f"--loops takes a comma-separated subset of {','.join(sorted(LOOPS))}")
     started = time.perf_counter()
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"GTPO's entropy form: {args.entropy_form}", flush=True)
+    ratios: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="step-cost-") as tmp:
         work = Path(tmp)
-        controller = run_controller(work, 8192, 8192)
-        print(f"controller: {json.dumps(controller)}", flush=True)
-        trl = run_trl(*trl_plan, work)
-        print(f"TRL: {json.dumps(trl)}", flush=True)
-        orl = run_openrlhf(*orl_plan, work)
-        print(f"OpenRLHF: {json.dumps(orl)}", flush=True)
+        if "controller" in loops:
+            controller = run_controller(work, 8192, 8192)
+            print(f"controller: {json.dumps(controller)}", flush=True)
+        if "trl" in loops:
+            trl = run_trl(*trl_plan, args.entropy_form, work)
+            print(f"TRL: {json.dumps(trl)}", flush=True)
+        if "openrlhf" in loops:
+            orl = run_openrlhf(*orl_plan, args.entropy_form, work)
+            print(f"OpenRLHF: {json.dumps(orl)}", flush=True)
 
-    def row(loop: str, results: dict[str, list[dict]]) -> tuple[float, float]:
+    def row(loop: str, results: dict[str, list[dict]], steady_steps: int) -> None:
         """Median of the steady steps of every run of a method; median of its runs' peaks
         (TRL: one per run; OpenRLHF: one per steady step)."""
         time_, memory = {}, {}
@@ -310,28 +335,29 @@ def main() -> None:
             f"ratio {time_['gtpo'] / time_['grpo']:.3f}   peak RSS MB  GRPO "
             f"{memory['grpo'] / 1024:7.0f}  GTPO {memory['gtpo'] / 1024:7.0f}  ratio "
             f"{memory['gtpo'] / memory['grpo']:.3f}  (GTPO − GRPO "
-            f"{(memory['gtpo'] - memory['grpo']) / 1024:+.0f} MB)"
+            f"{(memory['gtpo'] - memory['grpo']) / 1024:+.0f} MB; {steady_steps} steady steps)"
         )
         h_ini = [s for r in results["gtpo"] for s in r["h_ini_seconds"]]
         if h_ini:
             print(f"{loop:<9} H_ini's one-off measurement (GTPO): {statistics.median(h_ini):.1f} s")
-        return time_["gtpo"] / time_["grpo"], memory["gtpo"] / memory["grpo"]
+        ratios[loop] = time_["gtpo"] / time_["grpo"], memory["gtpo"] / memory["grpo"]
 
-    print(
-        f"steady steps per method: TRL {(trl_plan[0] - 1) * trl_plan[1]}, "
-        f"OpenRLHF {(orl_plan[0] - 1) * orl_plan[1]}"
-    )
-    trl_time, trl_memory = row("TRL", trl)
-    orl_time, orl_memory = row("OpenRLHF", orl)
-    print(
-        f"controller weight_advantages, N = 8192 × L = 8192: {controller['seconds']:.1f} s, "
-        f"peak RSS above the experiences {controller['extra_peak_kb'] / 1024:.0f} MB"
-    )
+    if "trl" in loops:
+        row("TRL", trl, (trl_plan[0] - 1) * trl_plan[1])
+    if "openrlhf" in loops:
+        row("OpenRLHF", orl, (orl_plan[0] - 1) * orl_plan[1])
+    if "controller" in loops:
+        print(
+            f"controller weight_advantages, N = 8192 × L = 8192: {controller['seconds']:.1f} s, "
+            f"peak RSS above the experiences {controller['extra_peak_kb'] / 1024:.0f} MB"
+        )
     print(f"wall time {time.perf_counter() - started:.0f} s")
-    print(
-        f"step cost GTPO/GRPO: trl time {trl_time:.2f}, trl memory {trl_memory:.2f}, "
-        f"openrlhf time {orl_time:.2f}, openrlhf memory {orl_memory:.2f}"
-    )
+    if {"trl", "openrlhf"} <= loops:
+        (trl_time, trl_memory), (orl_time, orl_memory) = ratios["TRL"], ratios["OpenRLHF"]
+        print(
+            f"step cost GTPO/GRPO: trl time {trl_time:.2f}, trl memory {trl_memory:.2f}, "
+            f"openrlhf time {orl_time:.2f}, openrlhf memory {orl_memory:.2f}"
+        )
 
 
 if __name__ == "__main__":
