@@ -283,8 +283,8 @@ def forwards_outside_generation(trainer) -> list[bool]:
 @pytest.mark.parametrize("iterations", [1, 2], ids=["loss-forward", "old-forward"])
 @pytest.mark.parametrize("algo", ["gtpo", "grpo"])
 def test_no_forward_beyond_trls_own_grpo(task, tmp_path, algo, iterations):
-    """⟨H⟩ for δ comes from a forward TRL already runs (Issue: the extra no-grad forward per
-    generation batch): GTPO and GRPO run exactly the forwards of TRL's GRPOTrainer."""
+    """⟨H⟩ for δ comes from a forward TRL already runs (an earlier version ran one more no-grad
+    forward per generation batch): GTPO and GRPO run exactly the forwards of TRL's GRPOTrainer."""
     args = make_args(tmp_path, max_steps=2, num_iterations=iterations)
     plain = make_trainer(task, args, None, cls=GRPOTrainer)
     expected = forwards_outside_generation(plain)
