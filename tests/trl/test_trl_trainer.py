@@ -260,9 +260,9 @@ def test_batch_shapes_users_set_match_the_paper(task, tmp_path, shape):
     torch.testing.assert_close(loss, expected_loss, atol=1e-5, rtol=1e-4)
 
 
-def forwards_outside_generation(trainer) -> list[bool]:
-    """One entry per forward of the policy outside `generate` (True: gradients on), from the
-    trainer's start; generation itself runs one forward per token and is the same for both."""
+def forwards_outside_generation(trainer, record=lambda model: torch.is_grad_enabled()) -> list:
+    """One entry per forward of the policy outside `generate` (by default True: gradients on),
+    from now on; generation runs one forward per token and is the same for every trainer."""
     model, seen, generating = trainer.model, [], [False]
     generate = model.generate
 
@@ -275,7 +275,7 @@ def forwards_outside_generation(trainer) -> list[bool]:
 
     model.generate = generate_flagged
     model.register_forward_pre_hook(
-        lambda *_: None if generating[0] else seen.append(torch.is_grad_enabled())
+        lambda module, _: None if generating[0] else seen.append(record(module))
     )
     return seen
 
@@ -296,3 +296,18 @@ def test_no_forward_beyond_trls_own_grpo(task, tmp_path, algo, iterations):
     # forward for the one generation both steps use.
     assert (expected.count(True), expected.count(False)) == (2, iterations - 1)
     assert seen == expected
+
+
+def test_h_ini_forward_is_the_models_own_distribution(task, tmp_path):
+    """H_ini's entropy forward runs in eval mode (no dropout) and without gradient checkpointing;
+    training's settings are back afterwards."""
+    args = make_args(tmp_path, gradient_checkpointing=True)
+    trainer = make_trainer(task, args, GTPOConfig(h_ini_prompts=2))
+    trainer.model.gradient_checkpointing_enable()  # as Trainer.train does with these args
+    trainer.model.train()
+    modes = forwards_outside_generation(
+        trainer, lambda model: (model.training, model.is_gradient_checkpointing)
+    )
+    trainer.measure_h_ini()
+    assert modes == [(False, False)]  # one forward: 2 prompts × G fit one micro-batch
+    assert trainer.model.training and trainer.model.is_gradient_checkpointing
