@@ -536,7 +536,14 @@ def run_load(
                 os.kill(rng.choice(workers), signal.SIGKILL)
                 report.kills += 1
             await asyncio.sleep(kill_every_s)
-        pid = forkserver_pid(server_pid) if kill_forkserver else None
+        pid = None
+        # The forkserver is found through a live worker's parent; right after a kill there may
+        # be none for a moment (the replacement not forked yet), so look again until one shows.
+        found_by = time.perf_counter() + 10
+        while kill_forkserver and pid is None and time.perf_counter() < found_by:
+            pid = forkserver_pid(server_pid)
+            if pid is None:
+                await asyncio.sleep(0.01)
         if pid is not None:
             os.kill(pid, signal.SIGKILL)  # its workers die with it (PR_SET_PDEATHSIG)
             report.forkserver_kills += 1
