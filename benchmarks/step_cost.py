@@ -25,6 +25,7 @@ one-off measurement timed after training, so it adds nothing to the steady steps
     python benchmarks/step_cost.py            # two alternating runs of each method, ~23 min
     python benchmarks/step_cost.py --quick    # one run of each, fewer steps: under 10 minutes
     python benchmarks/step_cost.py --loops trl --entropy-form advantage   # one loop, one form
+    python benchmarks/step_cost.py --loops trl --hidden-size 1024   # a wider model, same vocabulary
 
 The last line is `step cost GTPO/GRPO: trl time R, trl memory R, openrlhf time R, openrlhf
 memory R`. The machine's other load skews the times: compare ratios from one run.
@@ -47,13 +48,25 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "openrlhf"))
 sys.path.insert(0, str(REPO / "tests"))
 
-SHAPE = {  # ~11M parameters with V = 32k (8.2M of them the tied embedding)
-    "hidden_size": 256,
-    "intermediate_size": 688,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 4,
-}
+HIDDEN_SIZE = 256  # ~11M parameters with V = 32k (8.2M of them the tied embedding)
+
+
+def model_shape(hidden_size: int) -> dict:
+    """A 4-layer Llama of the given width, with Llama's MLP ratio and 64-wide heads. The width
+    sets the logits' share of a token's matrix products (V·h against ~12·layers·h² for the
+    body): 72% at 256, 40% at 1024; Qwen2.5-0.5B's is about 27%, Qwen2.5-7B's and
+    Llama-3-8B's 7-8%. GTPO's penalty form adds work on the logits only."""
+    if hidden_size % 64:
+        raise SystemExit(f"--hidden-size: a multiple of 64 (the heads' width), not {hidden_size}")
+    return {
+        "hidden_size": hidden_size,
+        "intermediate_size": round(hidden_size * 2.6875),
+        "num_hidden_layers": 4,
+        "num_attention_heads": hidden_size // 64,
+        "num_key_value_heads": hidden_size // 64,
+    }
+
+
 VOCAB = 32_000
 # OpenRLHF's DeepSpeed runs in bf16 (its only choices are bf16 and fp16), and bf16 matrix products
 # are ~7× slower than fp32 on a CPU without bf16 units: its runs use an 8k vocabulary.
@@ -84,7 +97,7 @@ def reset_peak_rss() -> None:
 # ---------------------------------------------------------------------------------- TRL
 
 
-def trl_arm(algo: str, steps: int, entropy_form: str, out: Path) -> dict:
+def trl_arm(algo: str, steps: int, entropy_form: str, hidden_size: int, out: Path) -> dict:
     """One TRL run in this process (a fresh one per arm): per-step seconds, H_ini, peak RSS."""
     import torch
     from datasets import Dataset
@@ -104,7 +117,8 @@ def trl_arm(algo: str, steps: int, entropy_form: str, out: Path) -> dict:
     tokenizer.add_tokens([f"<unused{i}>" for i in range(len(tokenizer), VOCAB)])
     config = LlamaConfig(
         vocab_size=VOCAB, max_position_embeddings=256, tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **SHAPE,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        **model_shape(hidden_size),
     )  # fmt: skip
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
@@ -149,7 +163,9 @@ def trl_arm(algo: str, steps: int, entropy_form: str, out: Path) -> dict:
     return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, "peak_rss_kb": peak}
 
 
-def run_trl(steps: int, rounds: int, entropy_form: str, work: Path) -> dict[str, list[dict]]:
+def run_trl(
+    steps: int, rounds: int, entropy_form: str, hidden_size: int, work: Path
+) -> dict[str, list[dict]]:
     """`rounds` runs of each method, alternating (GRPO, GTPO, GRPO, ...), each in its own
     process: drift in the machine's speed falls on both."""
     results: dict[str, list[dict]] = {"grpo": [], "gtpo": []}
@@ -157,7 +173,8 @@ def run_trl(steps: int, rounds: int, entropy_form: str, work: Path) -> dict[str,
         for algo in results:
             out = work / f"trl-{algo}-{round_}.json"
             command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps),
-                       "--entropy-form", entropy_form]  # fmt: skip
+                       "--entropy-form", entropy_form,
+                       "--hidden-size", str(hidden_size)]  # fmt: skip
             subprocess.run([*command, "--json", str(out)], check=True)
             results[algo].append(json.loads(out.read_text()))
     return results
@@ -166,12 +183,14 @@ def run_trl(steps: int, rounds: int, entropy_form: str, work: Path) -> dict[str,
 # ---------------------------------------------------------------------------------- OpenRLHF
 
 
-def run_openrlhf(steps: int, rounds: int, entropy_form: str, work: Path) -> dict[str, list[dict]]:
+def run_openrlhf(
+    steps: int, rounds: int, entropy_form: str, hidden_size: int, work: Path
+) -> dict[str, list[dict]]:
     """`rounds` fit() runs of each method, alternating, through the tests' harness."""
     from fit_harness import G, base_argv, build_fixture, run_fit
 
-    fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0, shape=SHAPE,
-                            vocab_size=OPENRLHF_VOCAB)  # fmt: skip
+    fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0,
+                            shape=model_shape(hidden_size), vocab_size=OPENRLHF_VOCAB)  # fmt: skip
     reward = work / "reward.py"
     reward.write_text(REWARD_FILE)
     results: dict[str, list[dict]] = {"grpo": [], "gtpo": []}
@@ -284,6 +303,10 @@ def main() -> None:
         "--loops", default="controller,trl,openrlhf",
         help="what to measure, comma-separated (default: all; the last line needs both loops)",
     )  # fmt: skip
+    ap.add_argument(
+        "--hidden-size", type=int, default=HIDDEN_SIZE,
+        help=f"the model's width (default {HIDDEN_SIZE}; wider shrinks the logits' share)",
+    )  # fmt: skip
     ap.add_argument("--trl-arm", help=argparse.SUPPRESS)
     ap.add_argument("--controller-arm", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, help=argparse.SUPPRESS)
@@ -291,9 +314,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.trl_arm:
         with tempfile.TemporaryDirectory() as tmp:
-            args.json.write_text(
-                json.dumps(trl_arm(args.trl_arm, args.steps, args.entropy_form, Path(tmp)))
-            )
+            arm = trl_arm(args.trl_arm, args.steps, args.entropy_form, args.hidden_size, Path(tmp))
+            args.json.write_text(json.dumps(arm))
         return
     if args.controller_arm:
         n, length = map(int, args.controller_arm.split("x"))
@@ -307,7 +329,7 @@ def main() -> None:
         ap.error(f"--loops takes a comma-separated subset of {','.join(sorted(LOOPS))}")
     started = time.perf_counter()
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}", flush=True)
-    print(f"GTPO's entropy form: {args.entropy_form}", flush=True)
+    print(f"GTPO's entropy form: {args.entropy_form}; model width {args.hidden_size}", flush=True)
     ratios: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="step-cost-") as tmp:
         work = Path(tmp)
@@ -315,10 +337,10 @@ def main() -> None:
             controller = run_controller(work, 8192, 8192)
             print(f"controller: {json.dumps(controller)}", flush=True)
         if "trl" in loops:
-            trl = run_trl(*trl_plan, args.entropy_form, work)
+            trl = run_trl(*trl_plan, args.entropy_form, args.hidden_size, work)
             print(f"TRL: {json.dumps(trl)}", flush=True)
         if "openrlhf" in loops:
-            orl = run_openrlhf(*orl_plan, args.entropy_form, work)
+            orl = run_openrlhf(*orl_plan, args.entropy_form, args.hidden_size, work)
             print(f"OpenRLHF: {json.dumps(orl)}", flush=True)
 
     def row(loop: str, results: dict[str, list[dict]], steady_steps: int) -> None:
