@@ -51,7 +51,10 @@ class Service:
     scorer: Scorer
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:
+    # async: FastAPI runs a plain-def dependency in its thread pool, a thread hop per request;
+    # measured at concurrency 64 (benchmarks/reward_server_load.py): 1,790-1,890 completions/s
+    # with the thread hop, 2,190-2,320 without
     return request.app.state.service
 
 
