@@ -254,7 +254,8 @@ VARIANTS = {
     ),
     # 2 ranks, H_ini's 1 × G = 4 samples in one micro-batch: fewer micro-batches than ranks used
     # to raise a ValueError before step 1. (Training's own micro-batches split evenly: 16 rows in
-    # micro-batches of 4; with 3 OpenRLHF itself hangs in ppo_train, ranks get 6 and 2 rows.)
+    # micro-batches of 4. With 3 the ranks get 9 and 7 rows, 1 and 0 training micro-batches of 8,
+    # and OpenRLHF hangs in ppo_train: the launcher refuses that, test_orl_flags.py.)
     "two-ranks-fewer-h-ini-micro-batches": (
         {
             "--actor.num_gpus_per_node": "2",

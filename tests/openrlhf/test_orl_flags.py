@@ -184,6 +184,19 @@ REFUSED = {
     "no_h_ini_prompts": (["--gtpo.h_ini_prompts", "0"], "at least one prompt"),
     "reward_timeout_zero": (["--gtpo.reward_timeout", "0"], "number of seconds > 0"),
     "reward_timeout_nan": (["--gtpo.reward_timeout", "nan"], "number of seconds > 0"),
+    # 32 samples in micro-batches of 3 over 2 ranks: 18 and 14 rows, 2 and 1 training
+    # micro-batches of 8, so one rank would wait in a collective the other never joins.
+    "uneven_training_split": (
+        [
+            "--actor.num_gpus_per_node",
+            "2",
+            "--rollout.micro_batch_size",
+            "3",
+            "--train.micro_batch_size",
+            "8",
+        ],
+        "as 18 and 14 rows, so they would train on 2 and 1 micro-batches of 8",
+    ),
 }
 
 
@@ -278,6 +291,25 @@ def test_off_policy_settings_are_warned_about(openrlhf_args, caplog):
     )
     assert "Set --train.batch_size 32" in text
     assert "--train.max_epochs 2" in text
+
+
+def test_an_uneven_split_is_left_to_dynamic_batching(openrlhf_args):
+    """OpenRLHF's dynamic batching balances the micro-batches over the ranks itself."""
+    args = openrlhf_args(
+        "--actor.num_gpus_per_node", "2", "--rollout.micro_batch_size", "3",
+        "--train.micro_batch_size", "8", "--train.dynamic_batch_enable",
+    )  # fmt: skip
+    assert args.train.dynamic_batch_enable
+
+
+def test_samples_that_drop_last_leaves_out_are_warned_about(openrlhf_args, caplog):
+    # 2 ranks × 16 rows in micro-batches of 6: 2 each, 4 rows of each rank never trained on.
+    with caplog.at_level(logging.WARNING, logger="gtpo"):
+        openrlhf_args(
+            "--actor.num_gpus_per_node", "2", "--rollout.micro_batch_size", "8",
+            "--train.micro_batch_size", "6",
+        )  # fmt: skip
+    assert "8 of the 32 samples of each step are never trained on" in caplog.text
 
 
 def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):

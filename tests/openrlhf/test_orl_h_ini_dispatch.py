@@ -1,6 +1,7 @@
 """H_ini's forwards over many data-parallel ranks: every rank runs the same number of forwards,
 whatever the prompts, G, micro-batch size and rank count, and the images of a VLM's samples go
-with them.
+with them. And the training split the launcher judges (`compat.training_rows_per_rank`) is the
+one OpenRLHF's dispatch makes.
 
 Real OpenRLHF code does the splitting: `RemoteExperienceMaker.split_rollout_samples` makes the
 micro-batches (`Experience.concat_experiences`), `RayActorGroup.async_run_method_batch` cuts
@@ -34,11 +35,15 @@ class Rank:
 
     def __init__(self) -> None:
         self.forwards: list[dict] = []
+        self.appended_rows = 0  # training rows pushed to this rank's replay buffer
         self.execute_batch = SimpleNamespace(remote=self._execute_batch)
 
     def _execute_batch(self, method_name: str, all_data: dict, start: int, end: int) -> list:
-        assert method_name == compat.FORWARD_WITH_ENTROPY
         chunk = {key: values[start:end] for key, values in all_data.items()}
+        if method_name == "append":  # PPOTrainer.train_step's push of the experiences
+            self.appended_rows += sum(e.sequences.size(0) for e in chunk["experience"])
+            return []
+        assert method_name == compat.FORWARD_WITH_ENTROPY
         out = []
         for i in range(end - start):
             self.forwards.append({key: values[i] for key, values in chunk.items()})
@@ -48,13 +53,25 @@ class Rank:
 
 
 def args_for(
-    micro_batch: int, ranks: int, *, dynamic: bool = False, ring: int = 1, tp: int = 1
+    micro_batch: int,
+    ranks: int,
+    *,
+    dynamic: bool = False,
+    ring: int = 1,
+    tp: int = 1,
+    prompts: int = 1,
+    group: int = 1,
 ) -> SimpleNamespace:
     return SimpleNamespace(
         train=SimpleNamespace(
             dynamic_batch_enable=dynamic, colocate_all=False, colocate_actor_ref=False
         ),
-        rollout=SimpleNamespace(micro_batch_size=micro_batch, max_tokens_per_gpu=64),
+        rollout=SimpleNamespace(
+            micro_batch_size=micro_batch,
+            max_tokens_per_gpu=64,
+            batch_size=prompts,
+            n_samples_per_prompt=group,
+        ),
         actor=SimpleNamespace(num_nodes=1, num_gpus_per_node=ranks * ring * tp),
         ds=SimpleNamespace(ring_attn_size=ring, tensor_parallel_size=tp),
     )
@@ -141,3 +158,20 @@ def test_vlm_inputs_go_with_the_h_ini_forward():
         first_tokens = forward["sequences"][:, 0].tolist()
         pixels = [inputs["pixel_values"][0, 0].item() for inputs in forward["mm_train_inputs_list"]]
         assert pixels == [t - 1.0 for t in first_tokens]
+
+
+# Training needs at least one rollout micro-batch per rank (OpenRLHF refuses fewer at start-up).
+TRAINABLE = [(p, g, m, r) for p, g, m, r in GRID if -(-p * g // m) >= r]
+
+
+@pytest.mark.parametrize(("prompts", "group", "micro_batch", "ranks"), TRAINABLE)
+def test_the_launchers_training_split_is_openrlhfs(prompts, group, micro_batch, ranks):
+    """`compat.training_rows_per_rank`, which the launcher refuses uneven splits by, against
+    OpenRLHF's own: the rollout split into micro-batches, pushed to the ranks' replay buffers
+    with `async_run_method_batch("append", ...)` as PPOTrainer.train_step does."""
+    args = args_for(micro_batch, ranks, prompts=prompts, group=group)
+    experience_maker, handlers = maker(args)
+    micro_batches = experience_maker.split_rollout_samples(samples(prompts * group))
+    group_of_ranks = experience_maker.actor_model_group
+    group_of_ranks.async_run_method_batch(method_name="append", experience=micro_batches)
+    assert compat.training_rows_per_rank(args) == [h.appended_rows for h in handlers]

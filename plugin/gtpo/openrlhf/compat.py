@@ -176,6 +176,8 @@ class Arg:
 ADVANTAGE_ESTIMATOR = Arg("algo.advantage.estimator")
 GROUP_SIZE = Arg("rollout.n_samples_per_prompt")
 ROLLOUT_BATCH_SIZE = Arg("rollout.batch_size")
+ROLLOUT_MICRO_BATCH_SIZE = Arg("rollout.micro_batch_size")
+TRAIN_MICRO_BATCH_SIZE = Arg("train.micro_batch_size")
 TRAIN_BATCH_SIZE = Arg("train.batch_size")
 MAX_EPOCHS = Arg("train.max_epochs")
 ASYNC = Arg("train.async_enable")
@@ -203,6 +205,7 @@ ARGS = (
     PARTIAL_ROLLOUT, AGENT_FUNC, DYNAMIC_BATCH, COLOCATE_ALL, COLOCATE_ACTOR_REF, KL_COEF,
     KL_LOSS, POLICY_LOSS_TYPE, ENTROPY_COEF, LOSS_AGG_MODE, RING_ATTN_SIZE, TENSOR_PARALLEL_SIZE,
     VLLM_SLEEP, REWARD_CLIP_RANGE, ACTOR_NODES, ACTOR_GPUS_PER_NODE, CKPT_LOAD, CKPT_PATH,
+    ROLLOUT_MICRO_BATCH_SIZE, TRAIN_MICRO_BATCH_SIZE,
 )  # fmt: skip
 
 
@@ -211,6 +214,22 @@ def data_parallel_size(args: Any) -> int:
     (GPUs ÷ ring-attention size ÷ tensor-parallel size)."""
     gpus = ACTOR_NODES.get(args) * ACTOR_GPUS_PER_NODE.get(args)
     return max(1, gpus // (RING_ATTN_SIZE.get(args) * TENSOR_PARALLEL_SIZE.get(args)))
+
+
+def training_rows_per_rank(args: Any) -> list[int]:
+    """The rollout rows each data-parallel rank trains on in one step, as 0.11.2 splits them
+    when dynamic batching is off: the batch × G samples in micro-batches of
+    --rollout.micro_batch_size (`RemoteExperienceMaker.split_rollout_samples`), a ceil-sized
+    share of those micro-batches per rank (`RayActorGroup.async_run_method_batch`, the same
+    split H_ini's forward is balanced against). Each rank's `ppo_train` then reads its rows in
+    micro-batches of --train.micro_batch_size with `drop_last`, one collective per micro-batch.
+    """
+    samples = ROLLOUT_BATCH_SIZE.get(args) * GROUP_SIZE.get(args)
+    micro = ROLLOUT_MICRO_BATCH_SIZE.get(args)
+    sizes = [min(micro, samples - start) for start in range(0, samples, micro)]
+    ranks = data_parallel_size(args)
+    share = -(-len(sizes) // ranks)
+    return [sum(sizes[rank * share : (rank + 1) * share]) for rank in range(ranks)]
 
 
 GROUP_NORM = "group_norm"  # ADVANTAGE_ESTIMATOR: (R_i − mean) / std within each prompt's group

@@ -140,7 +140,50 @@ def _refusals(args: Any) -> list[str]:
             f"one policy iteration per batch (ratio = 1). Drop {compat.ASYNC.flag} (and "
             f"{compat.PARTIAL_ROLLOUT.flag})."
         )
+    uneven = _uneven_training_split(args)
+    if uneven:
+        problems.append(uneven)
     return problems
+
+
+def _uneven_training_split(args: Any) -> str | None:
+    """A refusal when data-parallel ranks would train on different numbers of micro-batches.
+
+    Each training micro-batch is a collective on every rank (the gradient reduction, the
+    metrics' all-reduce), so a rank with fewer waits for the others in a collective they never
+    join: a hang until the NCCL timeout, on the first step, with GRPO as with GTPO. OpenRLHF
+    0.11.2 checks only that there are at least as many rollout micro-batches as ranks. With
+    --train.dynamic_batch_enable OpenRLHF balances the micro-batches itself.
+    """
+    if compat.DYNAMIC_BATCH.get(args) or compat.data_parallel_size(args) == 1:
+        return None
+    rows = compat.training_rows_per_rank(args)
+    micro = compat.TRAIN_MICRO_BATCH_SIZE.get(args)
+    steps = [r // micro for r in rows]
+    if len(set(steps)) == 1:
+        return None
+    samples = compat.ROLLOUT_BATCH_SIZE.get(args) * compat.GROUP_SIZE.get(args)
+    ranks = len(rows)
+    return (
+        f"the {samples} samples of a step ({compat.ROLLOUT_BATCH_SIZE.flag} × "
+        f"{compat.GROUP_SIZE.flag}) in micro-batches of {compat.ROLLOUT_MICRO_BATCH_SIZE.get(args)}"
+        f" ({compat.ROLLOUT_MICRO_BATCH_SIZE.flag}) reach the {ranks} data-parallel ranks as "
+        f"{_counts(rows)} rows, so they would train on {_counts(steps)} micro-batches of "
+        f"{micro} ({compat.TRAIN_MICRO_BATCH_SIZE.flag}): each one is a collective, and the "
+        "ranks with fewer would wait for the others until the collective timeout (OpenRLHF "
+        "gives each rank a ceil-sized share of the micro-batches). Make the samples a multiple "
+        f"of {compat.ROLLOUT_MICRO_BATCH_SIZE.flag} × {ranks}, or pass "
+        f"{compat.DYNAMIC_BATCH.flag}."
+    )
+
+
+def _counts(values: Sequence[int]) -> str:
+    """`[8, 8, 6]` → "8, 8 and 6"; a long list keeps its distinct values: "7 (×14), 2 and 0"."""
+    if len(values) <= 4:
+        return ", ".join(map(str, values[:-1])) + f" and {values[-1]}"
+    distinct = sorted(set(values), reverse=True)
+    parts = [f"{v} (×{values.count(v)})" if values.count(v) > 1 else str(v) for v in distinct]
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
 def _gtpo_refusals(args: Any, config: GTPOConfig) -> list[str]:
@@ -204,6 +247,20 @@ def _warnings(args: Any, config: GTPOConfig) -> None:
             compat.TRAIN_BATCH_SIZE.flag,
             rollout,
         )
+    if not compat.DYNAMIC_BATCH.get(args):
+        micro = compat.TRAIN_MICRO_BATCH_SIZE.get(args)
+        dropped = sum(r % micro for r in compat.training_rows_per_rank(args))
+        if dropped:
+            logger.warning(
+                "%d of the %d samples of each step are never trained on: each data-parallel "
+                "rank reads its share in micro-batches of %d (%s) and drops the remainder "
+                "(OpenRLHF's DataLoader has drop_last). Make each rank's share a multiple of %s.",
+                dropped,
+                rollout,
+                micro,
+                compat.TRAIN_MICRO_BATCH_SIZE.flag,
+                compat.TRAIN_MICRO_BATCH_SIZE.flag,
+            )
     epochs = compat.MAX_EPOCHS.get(args)
     if epochs > 1:
         logger.warning(
