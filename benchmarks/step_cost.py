@@ -22,13 +22,15 @@ Rewards come from a local function that varies within groups (the reward server'
 same for both methods and not measured here). In TRL, H_ini is given to the runs and its
 one-off measurement timed after training, so it adds nothing to the steady steps' memory.
 
-    python benchmarks/step_cost.py            # two alternating runs of each method, ~23 min
+    python benchmarks/step_cost.py            # two alternating runs of each method, 6-23 min
     python benchmarks/step_cost.py --quick    # one run of each, fewer steps: under 10 minutes
     python benchmarks/step_cost.py --loops trl --entropy-form advantage   # one loop, one form
     python benchmarks/step_cost.py --loops trl --hidden-size 1024   # a wider model, same vocabulary
 
 The last line is `step cost GTPO/GRPO: trl time R, trl memory R, openrlhf time R, openrlhf
-memory R`. The machine's other load skews the times: compare ratios from one run.
+memory R`. The machine's other load skews the times: compare ratios from one run. The full run
+takes about 6 minutes on 2 cores with bf16 units (AVX-512 BF16), 23 without (OpenRLHF's bf16
+matrix products).
 """
 
 from __future__ import annotations
@@ -161,6 +163,44 @@ def trl_arm(algo: str, steps: int, entropy_form: str, hidden_size: int, out: Pat
         trainer.measure_h_ini()
         h_ini_seconds.append(time.perf_counter() - started)
     return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, "peak_rss_kb": peak}
+
+
+# Rows TRL's chunked log-prob kernel sees per micro-batch in these runs: on a device without
+# Triton, TRL's fused LM head passes every position of the 8 sequences (prompt and padding
+# included, ~137 each); on CUDA it passes only the completions' tokens.
+KERNEL_ROWS = 1100
+
+
+def trl_kernel_backward(hidden_size: int, repeats: int = 7) -> tuple[float, float]:
+    """Median seconds of TRL's own chunked log-prob backward (`trl.kernels.ChunkedLogProbFunction`,
+    the kernel behind both trainers' loss forward) on this device: with the log-prob gradient
+    only (GRPO) and with the entropy's gradient too (Eq. 7's penalty), alternating."""
+    import torch
+    from trl.kernels import ChunkedLogProbFunction
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    hidden = torch.randn(KERNEL_ROWS, hidden_size, requires_grad=True)
+    weight = (torch.randn(VOCAB, hidden_size) * 0.02).requires_grad_()
+    targets = torch.randint(0, VOCAB, (KERNEL_ROWS,))
+
+    def backward_seconds(penalty: bool) -> float:
+        hidden.grad = weight.grad = None
+        logps, entropy, *_ = ChunkedLogProbFunction.apply(
+            hidden, weight, None, targets, 1.0, VOCAB, None, 1.0, ("entropy",)
+        )
+        loss = -logps.mean() + (0.1 * entropy.mean() if penalty else 0.0)
+        started = time.perf_counter()
+        loss.backward()
+        return time.perf_counter() - started
+
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(repeats + 1):
+        for penalty in seconds:
+            elapsed = backward_seconds(penalty)
+            if round_:  # the first round warms up
+                seconds[penalty].append(elapsed)
+    return statistics.median(seconds[False]), statistics.median(seconds[True])
 
 
 def run_trl(
@@ -339,6 +379,7 @@ def main() -> None:
         if "trl" in loops:
             trl = run_trl(*trl_plan, args.entropy_form, args.hidden_size, work)
             print(f"TRL: {json.dumps(trl)}", flush=True)
+            kernel = trl_kernel_backward(args.hidden_size)
         if "openrlhf" in loops:
             orl = run_openrlhf(*orl_plan, args.entropy_form, args.hidden_size, work)
             print(f"OpenRLHF: {json.dumps(orl)}", flush=True)
@@ -366,6 +407,11 @@ def main() -> None:
 
     if "trl" in loops:
         row("TRL", trl, (trl_plan[0] - 1) * trl_plan[1])
+        print(
+            f"TRL       its chunked log-prob backward, {KERNEL_ROWS} rows × {VOCAB} vocabulary: "
+            f"{kernel[0] * 1e3:.0f} ms, {kernel[1] * 1e3:.0f} ms with the entropy's gradient "
+            "(the penalty form's; GRPO and the advantage form have none)"
+        )
     if "openrlhf" in loops:
         row("OpenRLHF", orl, (orl_plan[0] - 1) * orl_plan[1])
     if "controller" in loops:
