@@ -16,6 +16,7 @@ pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
 
 from gtpo.config import GTPOConfig
+from gtpo.openrlhf import compat, flags
 from gtpo.openrlhf.flags import split_argv
 
 
@@ -294,12 +295,15 @@ def test_off_policy_settings_are_warned_about(openrlhf_args, caplog):
 
 
 def test_an_uneven_split_is_left_to_dynamic_batching(openrlhf_args):
-    """OpenRLHF's dynamic batching balances the micro-batches over the ranks itself."""
+    """OpenRLHF's dynamic batching balances the micro-batches over the ranks itself: the
+    launcher accepts the uneven split then, and refuses the same settings without it."""
     args = openrlhf_args(
         "--actor.num_gpus_per_node", "2", "--rollout.micro_batch_size", "3",
         "--train.micro_batch_size", "8", "--train.dynamic_batch_enable",
     )  # fmt: skip
-    assert args.train.dynamic_batch_enable
+    assert flags._uneven_training_split(args) is None
+    compat.DYNAMIC_BATCH.set(args, False)
+    assert "would train on 2 and 1 micro-batches of 8" in flags._uneven_training_split(args)
 
 
 def test_samples_that_drop_last_leaves_out_are_warned_about(openrlhf_args, caplog):
