@@ -47,13 +47,11 @@ _ASSISTANT_MARKERS = re.compile(
 _WS = re.compile(r"\s+")
 
 
-def _strip_prompt(query: str, prompt: str) -> str | None:
-    """The text after ``prompt`` in ``query``, matching the prompt with whitespace ignored.
-
-    Returns None when the prompt's non-whitespace characters do not occur in order in the query.
-    """
+def _prompt_end(query: str, prompt: str) -> int | None:
+    """Where the response starts in ``query``: just past ``prompt``, matched with whitespace
+    ignored. None when the prompt's non-whitespace characters do not occur in order there."""
     if query.startswith(prompt):
-        return query[len(prompt) :]
+        return len(prompt)
     compact_prompt = _WS.sub("", prompt)
     if not compact_prompt:
         return None
@@ -63,14 +61,17 @@ def _strip_prompt(query: str, prompt: str) -> str | None:
         return None
     # Map the end of the hit back to the original query: walk the non-whitespace runs.
     remaining = hit + len(compact_prompt)
-    rest = ""
+    end = len(query)
     for run in re.finditer(r"\S+", query):
         if remaining <= len(run.group()):
-            rest = query[run.start() + remaining :]
+            end = run.start() + remaining
             break
         remaining -= len(run.group())
-    # The prompt's trailing whitespace (e.g. "assistant\n") may have been decoded differently.
-    return rest.lstrip() if prompt[-1:].isspace() else rest
+    if prompt[-1:].isspace():
+        # The prompt's trailing whitespace (e.g. "assistant\n") may have been decoded differently.
+        while end < len(query) and query[end].isspace():
+            end += 1
+    return end
 
 
 def strip_end_tokens(text: str, extra_tokens: tuple[str, ...] | list[str] = ()) -> str:
@@ -87,17 +88,26 @@ def strip_end_tokens(text: str, extra_tokens: tuple[str, ...] | list[str] = ()) 
         text = stripped
 
 
+def split_query(
+    query: str, prompt: str | None, extra_end_tokens: tuple[str, ...] | list[str] = ()
+) -> tuple[str, str]:
+    """(what precedes the response, the response) of ``query``: the prompt located as
+    ``extract_response`` says, trailing end tokens dropped from the response. The first part is
+    where a chat template's prefilled ``<think>`` is."""
+    start: int | None = None
+    if prompt:
+        start = _prompt_end(query, prompt)
+    if start is None:
+        markers = list(_ASSISTANT_MARKERS.finditer(query))
+        start = markers[-1].end() if markers else 0
+    return query[:start], strip_end_tokens(query[start:], extra_end_tokens)
+
+
 def extract_response(
     query: str, prompt: str | None, extra_end_tokens: tuple[str, ...] | list[str] = ()
 ) -> str:
     """The model's response inside ``query`` (prompt removed, trailing end tokens dropped)."""
-    response: str | None = None
-    if prompt:
-        response = _strip_prompt(query, prompt)
-    if response is None:
-        markers = list(_ASSISTANT_MARKERS.finditer(query))
-        response = query[markers[-1].end() :] if markers else query
-    return strip_end_tokens(response, extra_end_tokens)
+    return split_query(query, prompt, extra_end_tokens)[1]
 
 
 def answer_block(response: str) -> str | None:
@@ -143,8 +153,10 @@ def last_braced(text: str, command: str) -> str | None:
 _MATH_DELIMS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 
 # What may stand between two boxes of one list of answers: "\boxed{2}, \boxed{3}",
-# "$\boxed{2}$ and $\boxed{3}$", "\boxed{3} \text{ or } \boxed{4}".
-_BOX_GAP = re.compile(r"[\s$,;]*(?:(?:\\text\{\s*)?(?:and|or)(?:\s*\})?)?[\s$,;]*")
+# "$\boxed{2}$ and $\boxed{3}$", "\boxed{3} \text{ or } \boxed{4}", and LaTeX's spacing and line
+# breaks: "\boxed{2} \quad \boxed{3}", "\boxed{2} \\ \boxed{3}", "\boxed{2}\text{, }\boxed{3}".
+_GAP_FILLER = r"(?:[\s$,;&~]|\\(?:quad|qquad|[,;:! ])|\\\\|\\text\{\s*[,;]?\s*\})*"
+_BOX_GAP = re.compile(_GAP_FILLER + r"(?:(?:\\text\{\s*)?(?:and|or)(?:\s*\})?)?" + _GAP_FILLER)
 # What may surround the boxes of an answer without changing it: math delimiters, punctuation
 # and an answer phrase ("The final answer is \boxed{5}.").
 _BOX_WRAPPING = re.compile(
@@ -188,6 +200,18 @@ def boxes(text: str) -> list[tuple[int, int, str]]:
         pos = end
 
 
+def box_groups(found: list[tuple[int, int, str]], text: str) -> list[list[tuple[int, int, str]]]:
+    """``boxes(text)`` (or a subset, left to right) joined into lists: boxes separated only by
+    commas, "and", "or" or spacing are one list of answers, never two candidates."""
+    groups: list[list[tuple[int, int, str]]] = []
+    for box in found:
+        if groups and _BOX_GAP.fullmatch(text, groups[-1][-1][1], box[0]):
+            groups[-1].append(box)
+        else:
+            groups.append([box])
+    return groups
+
+
 def _unwrap_delims(text: str) -> str:
     """Drop math delimiters around the whole text, never around two formulas: in ``$9$ eggs,
     so $18$`` the dollar signs at both ends belong to different formulas."""
@@ -213,6 +237,27 @@ _BRACELESS_BOX = re.compile(
 )
 
 
+# "\\boxed{5}": a doubled backslash before a command (text escaped once too often, as in JSON
+# or a Python string) is that command. A doubled backslash before anything else is LaTeX's line
+# break and stays ("1 \\ 2" in a matrix), as does one that a third backslash precedes.
+_DOUBLED_BACKSLASH = re.compile(
+    r"(?<!\\)\\\\(?=(?:boxed|fbox|d?frac|tfrac|sqrt|text|pi|cdot|times|infty|circ|left|right)"
+    r"(?![A-Za-z]))"
+)
+
+
+def single_backslashes(text: str) -> str:
+    """``text`` with every doubled backslash before a command made single."""
+    return _DOUBLED_BACKSLASH.sub(r"\\", text) if "\\\\" in text else text
+
+
+def normalize_boxes(text: str) -> str:
+    """Boxes written so that ``boxes`` finds them: doubled backslashes made single, and the
+    braces TeX lets a writer leave out put back (``\\boxed 5`` -> ``\\boxed{5}``)."""
+    text = single_backslashes(text)
+    return _brace_boxes(text) if "\\boxed" in text or "\\fbox" in text else text
+
+
 def _brace_boxes(text: str) -> str:
     def braced(m: re.Match[str]) -> str:
         token = m.group("token") or m.group("digits")
@@ -233,17 +278,11 @@ def unwrap_math(text: str, *, prose: bool = False) -> str:
     or a bare reference) text outside the boxes is kept, boxes replaced by their content, unless
     it is only wrapping: "\\boxed{9} is wrong, the answer is 10" must not read as 9.
     """
-    text = text.strip()
-    if "\\boxed" in text or "\\fbox" in text:
-        text = _brace_boxes(text)
+    text = normalize_boxes(text.strip())
     found = boxes(text)
     if not found:
         return _unwrap_delims(text)
-    group = [found[-1]]
-    for box in reversed(found[:-1]):
-        if not _BOX_GAP.fullmatch(text, box[1], group[0][0]):
-            break
-        group.insert(0, box)
+    group = box_groups(found, text)[-1]
     outside = text[: group[0][0]] + " " + text[group[-1][1] :]
     if prose or (len(group) == len(found) and _BOX_WRAPPING.fullmatch(outside)):
         # A box inside a box ("\\boxed{\\boxed{7}}") is unwrapped too; each level is shorter.

@@ -1,19 +1,30 @@
-"""Format reward (paper's scale): 10 for ``<reasoning>…</reasoning>`` then ``<answer>…</answer>``
-ending the response; partial credit when only one block is there.
+"""Format reward (paper's scale, 0..10) and where the final answer is, per response format
+(the profiles of ``reward_server.protocol``).
 
+``paper``: 10 for ``<reasoning>…</reasoning>`` then ``<answer>…</answer>`` ending the response.
 Partial credit follows the paper's scheme: 1.0 when exactly one block is complete, 1.5 when in
 addition the other block's tags appear partially (an opening or closing tag without its partner,
 or a complete block in the wrong place — the paper's example is a response that closes
 ``</reasoning>`` and then forgets ``<answer>``: 1.0). Nothing complete scores 0.
+
+Formats whose answer may be a ``\\boxed{}`` (``think``, ``boxed``) read the response as the
+reasoning block (when the format has one) and then the *final answers*: every answer block and
+every list of boxes after the reasoning. The last one is the answer; the others must state the
+same value. The same scale: 10 for the reasoning block (when the format has one) followed by
+exactly one final answer that ends the response (closing math delimiters and a period may
+follow a box); 1.5 for text after it, for final answers that differ, or for the tags of a block
+that is not complete; 1.0 for one of the two parts alone; 0 for neither.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from reward_server.extract import answer_block, box_groups, boxes, normalize_boxes, unwrap_math
 from reward_server.protocol import ANSWER_CLOSE as A_CLOSE
 from reward_server.protocol import ANSWER_OPEN as A_OPEN
-from reward_server.protocol import FORMAT_MAX
+from reward_server.protocol import FORMAT_MAX, ResponseFormat
 from reward_server.protocol import REASONING_CLOSE as R_CLOSE
 from reward_server.protocol import REASONING_OPEN as R_OPEN
 
@@ -31,8 +42,8 @@ def _has_block(text: str, open_tag: str, close_tag: str) -> bool:
 @dataclass(frozen=True)
 class FormatResult:
     """Format score and why: ``ok``, ``strict_violation``, ``text_after_answer``,
-    ``answer_not_last``, ``several_answer_blocks``, ``missing_reasoning``, ``missing_answer``,
-    ``no_blocks``."""
+    ``answer_not_last``, ``several_answer_blocks`` (paper), ``several_answers`` (think, boxed),
+    ``missing_reasoning``, ``missing_answer``, ``no_blocks``."""
 
     score: float
     reason: str
@@ -94,3 +105,142 @@ def text_after_answer(response: str) -> str:
     """What follows the last ``</answer>`` of a response (empty when nothing does)."""
     close = response.rfind(A_CLOSE)
     return "" if close < 0 else response[close + len(A_CLOSE) :].strip()
+
+
+# ------------------------------------------------------------------ every format
+
+
+ONE_PART = ONE_BLOCK  # think, boxed: one of the two parts alone (the paper's 1.0)
+PART_AND_TAGS = ONE_BLOCK_AND_TAGS  # think, boxed: a part, and the other's tags or faults (1.5)
+TEXT_AFTER_ANSWER = "text_after_answer"
+SEVERAL_ANSWERS = "several_answers"
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What the scorer reads from one response in one format.
+
+    answer: the final answer as written (an answer block's content, or the final list of boxes
+        and the text after it), None when there is none;
+    lead: before a boxed answer, its sentence (hedges and negations there refuse it);
+    others: the other final answers (think, boxed); each must state the answer's value;
+    after: text after an answer block, judged by the restatement rule (``scoring``).
+    """
+
+    format: FormatResult
+    answer: str | None
+    lead: str = ""
+    others: tuple[str, ...] = ()
+    after: str = ""
+
+
+def parse(
+    response: str, fmt: ResponseFormat, *, strict: bool = False, prefilled: bool = False
+) -> Parsed:
+    """The format score and the final answer of a response whose trailing end-of-turn tokens
+    are removed. ``prefilled``: the prompt ends with the format's opening reasoning tag."""
+    if not fmt.boxed:
+        answer = answer_block(response)
+        return Parsed(score_format(response, strict), answer, after=text_after_answer(response))
+    response = normalize_boxes(response.rstrip())
+    if fmt.reasoning is None:
+        finals = _final_answers(response, fmt)
+        if finals is None:
+            return Parsed(FormatResult(0.0, "missing_answer"), None)
+        return finals.parsed(FormatResult(FORMAT_MAX, "ok"))
+    r_open, r_close = fmt.reasoning
+    first_close, last_close = response.find(r_close), response.rfind(r_close)
+    opened = (prefilled and fmt.prefill) or response.find(r_open, 0, max(first_close, 0)) >= 0
+    if last_close < 0:
+        # No reasoning block ends: inside an opened one nothing is an answer (a response cut
+        # off while thinking); with no tag at all the response is an answer without reasoning.
+        if opened or r_open in response:
+            return Parsed(FormatResult(0.0, "no_blocks"), None)
+        finals = _final_answers(response, fmt)
+        if finals is None:
+            return Parsed(FormatResult(0.0, "no_blocks"), None)
+        return finals.parsed(FormatResult(ONE_PART, "missing_reasoning"))
+    finals = _final_answers(response[last_close + len(r_close) :], fmt)
+    if finals is None:
+        tags = any(tag in response[last_close:] for tag in (*(fmt.answer or ()), "\\boxed"))
+        if not opened:
+            return Parsed(FormatResult(0.0, "no_blocks"), None)  # tags, no complete part
+        return Parsed(FormatResult(PART_AND_TAGS if tags else ONE_PART, "missing_answer"), None)
+    if not opened:
+        return finals.parsed(FormatResult(PART_AND_TAGS, "missing_reasoning"))
+    if strict:
+        once = response.count(r_open) + (prefilled and fmt.prefill) == 1
+        lead = response[: response.find(r_open)] if r_open in response else ""
+        if not once or response.count(r_close) != 1 or lead.strip():
+            return finals.parsed(FormatResult(PART_AND_TAGS, "strict_violation"))
+    return finals.parsed(FormatResult(FORMAT_MAX, "ok"))
+
+
+@dataclass(frozen=True)
+class _Finals:
+    """The final answers of the text after the reasoning (``_final_answers``)."""
+
+    answer: str
+    lead: str
+    others: tuple[str, ...]
+    after: str  # after an answer block (a boxed answer's trailing text is part of ``answer``)
+    trailing: bool  # text follows the final answer
+    differ: bool  # the other final answers are not written as the answer is
+
+    def parsed(self, full: FormatResult) -> Parsed:
+        """``full`` when the final answer is alone and ends the response, else its fault."""
+        fmt = full
+        if full.score == FORMAT_MAX and self.differ:
+            fmt = FormatResult(PART_AND_TAGS, SEVERAL_ANSWERS)
+        elif full.score == FORMAT_MAX and self.trailing:
+            fmt = FormatResult(PART_AND_TAGS, TEXT_AFTER_ANSWER)
+        return Parsed(fmt, self.answer, self.lead, self.others, self.after)
+
+
+# What may follow a boxed answer that ends the response: closing math delimiters, a period.
+_CLOSERS = re.compile(r"(?:\s|\$|\\\)|\\\]|\.)*")
+# Where the sentence of a boxed answer starts: a line break, or the end of a sentence.
+_SENTENCE_END = re.compile(r"\n|[.!?](?=\s)")
+
+
+def _final_answers(text: str, fmt: ResponseFormat) -> _Finals | None:
+    """The final answers of ``text`` (what follows the reasoning; boxes already normalised):
+    the last answer block, else the last list of boxes; None when there is neither."""
+    blocks: list[tuple[int, int]] = []  # (start, end) of each complete answer block
+    a_open, a_close = fmt.answer or ("", "")
+    while (
+        fmt.answer is not None and (start := text.find(a_open, blocks[-1][1] if blocks else 0)) >= 0
+    ):
+        close = text.find(a_close, start + len(a_open))
+        if close < 0:
+            break
+        blocks.append((start, close + len(a_close)))
+    outside = [b for b in boxes(text) if not any(s <= b[0] < e for s, e in blocks)]
+    grouped = [(g[0][0], g[-1][1]) for g in box_groups(outside, text)]
+    groups = tuple(text[s:e] for s, e in grouped)
+    if blocks:
+        contents = [text[s + len(a_open) : e - len(a_close)] for s, e in blocks]
+        answer, after = contents[-1], text[blocks[-1][1] :]
+        others = (*contents[:-1], *groups)
+        return _Finals(answer, "", others, after, bool(after.strip()), _differ(answer, others))
+    if not groups:
+        return None
+    start, end = grouped[-1]
+    tail = text[end:]
+    trailing = bool(tail[_CLOSERS.match(tail).end() :].strip())  # type: ignore[union-attr]
+    # The text after the box is part of the answer ("\\boxed{18} dollars", "\\boxed{7} or
+    # more"): its closing math delimiter dropped, it is read with the box.
+    after_box = tail.lstrip().lstrip("$").removeprefix("\\)").removeprefix("\\]")
+    answer = groups[-1] + (" " + after_box if trailing else "")
+    # The sentence before the box, from the end of the previous list of boxes at the earliest.
+    head = text[grouped[-2][1] if len(grouped) > 1 else 0 : start]
+    cuts = list(_SENTENCE_END.finditer(head))
+    lead = head[cuts[-1].end() :] if cuts else head
+    lead = lead.rstrip().rstrip("$").removesuffix("\\(").removesuffix("\\[")
+    return _Finals(answer, lead, groups[:-1], "", trailing, _differ(groups[-1], groups[:-1]))
+
+
+def _differ(answer: str, others: tuple[str, ...]) -> bool:
+    """Whether any other final answer is written differently (spacing aside)."""
+    key = re.sub(r"\s+", "", unwrap_math(answer))
+    return any(re.sub(r"\s+", "", unwrap_math(other)) != key for other in others)

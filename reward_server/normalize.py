@@ -83,6 +83,18 @@ def _braced_frac(m: re.Match[str]) -> str:
 _JUXTAPOSED = re.compile(
     r"(?:(?<=[\d)])|(?<=\\pi))\s*\((?!\s*[,)]|\s*(?:\\[a-z]+\{)?\s*\\?[bp]?mod\b)"
 )  # never "3 (\text{mod } 7)"
+# A digit that is a function's exponent or base applies the function to the bracket after it:
+# "\tan^2(x)" is (tan x)^2 and "\log_2(8)" is 3, never products.
+_FUNCTION_INDEX = re.compile(
+    r"\\(?:sin|cos|tan|cot|sec|csc|sinh|cosh|tanh|arcsin|arccos|arctan|log|ln|exp)\s*"
+    r"(?:\^|_)\s*\{?\s*-?\d+\s*\}?\s*$"
+)
+
+
+def _times_bracket(m: re.Match[str]) -> str:
+    before = m.string[max(0, m.start() - 40) : m.start()]
+    return m.group() if _FUNCTION_INDEX.search(before) else "\\cdot("
+
 
 _EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")
 
@@ -109,14 +121,14 @@ def canonical(text: str) -> str:
     s = notation.trig_degrees(s)
     s = _DEGREES.sub("", _DEGREES_OF_NUMBER.sub(" degrees", s))
     s = _EMPTY_TEXT.sub("", s)
-    s = _NUMBER_IN_TEXT.sub(r"\1", s)
+    s = notation.percent_words(_NUMBER_IN_TEXT.sub(r"\1", s))
     s = _EMPTY_SET.sub(r"\\emptyset", s)
     s = s.replace("{,}", ",")
     s = _CURRENCY.sub(r"\g<sign>\g<number> dollars", s.strip())
     s = s.replace("\\$", "").replace("$", "")
     s = re.sub(r"(?<!\\)%", r"\\%", s)
     s = _squeeze_spaces(s)
-    s = _JUXTAPOSED.sub(r"\\cdot(", s)
+    s = _JUXTAPOSED.sub(_times_bracket, s)
     while s.endswith("."):
         s = s[:-1].rstrip()  # "18." ends a sentence; no answer ends in a decimal point
     s = notation.joined_values(notation.inequality_union(s))
@@ -212,10 +224,8 @@ def parse_number(s: str) -> tuple[Fraction, bool] | None:
     if m and "=" not in m.group("rhs"):
         s = m.group("rhs")
     percent = False
-    for suffix in ("\\%", " percent", "percent"):
-        if s.endswith(suffix):
-            s, percent = s[: -len(suffix)].rstrip(), True
-            break
+    if s.endswith("\\%"):  # every percent word is "\\%" in a canonical answer
+        s, percent = s[:-2].rstrip(), True
     worded = number_word_value(s) if s[:1].isalpha() else None
     if worded is not None:
         return Fraction(worded), percent

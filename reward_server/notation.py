@@ -8,10 +8,12 @@ trigonometric functions, equations written backwards, and "or"/"and" between val
 
 from __future__ import annotations
 
+import json
 import re
 from fractions import Fraction
 
-from reward_server.policy import VARIABLE
+from reward_server.extract import single_backslashes
+from reward_server.policy import PERCENT_WORDS, VARIABLE
 
 _UNICODE = {
     "\u2212": "-",  # minus sign
@@ -46,11 +48,17 @@ _MARKDOWN = re.compile(r"^(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1$")
 
 # Bold anywhere ("**Answer:** 18"): a pair of markers around text, never "2**3" between digits.
 _BOLD = re.compile(r"(?<![\d*])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\d*])")
+# MATH's thousands separators, ",\!" (a comma and a negative thin space) and "{,}": the digits
+# they stand between are one number, also inside a tuple or a list ("(1,\!000, 2)").
+_THOUSANDS = re.compile(r"(?<=\d)(?:,\\!|\{,\})\s*(?=\d{3}(?!\d))")
 
 
 def plain_text(s: str) -> str:
-    """Unicode math as LaTeX, invisible characters dropped, markdown emphasis removed."""
-    s = s.translate(_INVISIBLE).translate(_SPACES)
+    """Unicode math as LaTeX, invisible characters dropped, markdown emphasis removed,
+    thousands separators and doubled backslashes before commands undone."""
+    s = single_backslashes(s.translate(_INVISIBLE).translate(_SPACES))
+    if ",\\!" in s or "{,}" in s:
+        s = _THOUSANDS.sub("", s)
     if "**" in s or "__" in s:
         s = _BOLD.sub(r"\2", s)
     s = _SQRT.sub(lambda m: "\\sqrt{" + m.group(1).strip("(){}") + "}", s)
@@ -61,6 +69,45 @@ def plain_text(s: str) -> str:
     while (m := _MARKDOWN.match(s)) is not None:
         s = m.group(2).strip()
     return s
+
+
+# "25 pct", "25 per cent", "25 percentage", "25\\text{ percent}": one spelling, "25\\%". Never
+# "5 percentage points", which is another unit.
+_WORDS = "|".join(sorted((w.replace(" ", r"\s*") for w in PERCENT_WORDS), key=len, reverse=True))
+_PERCENT_WORD = re.compile(
+    rf"(?<=\d)\s*(?:\\text\{{\s*(?:{_WORDS})\.?\s*\}}|(?:{_WORDS})(?![A-Za-z])\.?)(?!\s*points?\b)"
+)
+
+
+def percent_words(s: str) -> str:
+    return _PERCENT_WORD.sub(r"\\%", s) if re.search("p(?:er|ct)", s) else s
+
+
+# A JSON object with one member: what a model prompted for JSON writes as its answer.
+_FENCE = re.compile(r"^```[A-Za-z]*\s*(.*?)\s*```$", re.DOTALL)
+
+
+def json_answer(text: str) -> str:
+    """``{"answer": 42}`` -> ``42``: a JSON object (in a code fence or not) with exactly one
+    member whose value is a number, a string or a list of them is that value. Anything else,
+    an object with a second member among them, is returned as it is (``json.loads`` only:
+    nothing is evaluated)."""
+    inner = text.strip()
+    fenced = _FENCE.match(inner)
+    inner = fenced.group(1) if fenced else inner
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return text
+    try:
+        obj = json.loads(inner)
+    except ValueError:
+        return text
+    if not isinstance(obj, dict) or len(obj) != 1:
+        return text
+    (value,) = obj.values()
+    items = value if isinstance(value, list) and value else [value]
+    if any(isinstance(v, bool) or not isinstance(v, int | float | str) for v in items):
+        return text
+    return ", ".join(str(v) for v in items)
 
 
 # ------------------------------------------------------------------ vectors and systems

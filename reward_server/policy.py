@@ -21,12 +21,25 @@ _HEDGES_TEXT = (
     "maybe perhaps probably possibly likely over under than between estimate estimated circa "
     "close some several"
 )
-HEDGES = frozenset(_HEDGES_TEXT.split())
+# Words that qualify a value as less than the answer: "18 is too high", "only part of it", "a
+# lower bound", "the subtotal". Wherever they stand, the value is not committed to.
+_QUALIFIERS_TEXT = (
+    "too partial partially part portion subtotal intermediate preliminary tentative provisional "
+    "bound overestimate underestimate overestimated underestimated incomplete insufficient"
+)
+QUALIFIERS = frozenset(_QUALIFIERS_TEXT.split())
+HEDGES = frozenset(_HEDGES_TEXT.split()) | QUALIFIERS
+# Words that reject a value: "18 was rejected", "18 is mistaken". A negation in other words.
+_REJECTIONS_TEXT = (
+    "reject rejected rejects discarded excluded eliminated dismissed disqualified refuted "
+    "disproved disproven invalidated mistaken erroneous inaccurate flawed impossible "
+    "overcounted undercounted miscounted miscalculated"
+)
 _NEGATIONS_TEXT = (
     "not no wrong incorrect false isn isnt never none neither nor except but instead without "
     "untrue invalid"
 )
-NEGATIONS = frozenset(_NEGATIONS_TEXT.split())
+NEGATIONS = frozenset(_NEGATIONS_TEXT.split()) | frozenset(_REJECTIONS_TEXT.split())
 # Words that multiply or transform the value. The first five are read as numbers right after
 # a number (``5 thousand`` is 5000, see ``normalize.parse_number``); anywhere else each one is
 # a different value than the one written, so it is refused rather than dropped as a unit.
@@ -199,7 +212,9 @@ _TRAILING_TEXT_UNIT = re.compile(
 )
 _TRAILING_WORD = re.compile(r"(?P<sep>\s*)(?P<u>[A-Za-z]+(?:/[A-Za-z]+)?)" + _POWER + r"$")
 _PER_PHRASE = re.compile(r"\s(?P<u>[A-Za-z]{2,} per [A-Za-z]{2,})$")
-_PERCENT = re.compile(r"(?:\\%|\s?percent)$")
+# The words that mean percent after a number; ``notation.percent_words`` writes them as \\%.
+PERCENT_WORDS = frozenset({"percent", "per cent", "pct", "percentage"})
+_PERCENT = re.compile(r"\\%$")
 
 
 def _unit_key(phrase: str, power: str | None) -> str:

@@ -1,5 +1,5 @@
-"""What the reward server and its clients share: the reward scale, the format tags and the
-verdict reasons.
+"""What the reward server and its clients share: the reward scale, the response formats (each
+declared once, as a profile) and the verdict reasons.
 
 Standard library only: the training side (``gtpo``) imports this module without the server's
 dependencies (FastAPI, pydantic, math-verify) installed.
@@ -7,6 +7,7 @@ dependencies (FastAPI, pydantic, math-verify) installed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 # The paper's reward scale: format 0..10, accuracy 0 or 10, total 0..20.
@@ -14,16 +15,92 @@ FORMAT_MAX = 10.0
 ACCURACY_CORRECT = 10.0
 TOTAL_MAX = FORMAT_MAX + ACCURACY_CORRECT
 
-# The completion format the reward is for: <reasoning>…</reasoning><answer>…</answer>.
+# The paper's completion format: <reasoning>…</reasoning><answer>…</answer>.
 REASONING_OPEN = "<reasoning>"
 REASONING_CLOSE = "</reasoning>"
 ANSWER_OPEN = "<answer>"
 ANSWER_CLOSE = "</answer>"
+# Reasoning models' block (DeepSeek-R1 distills, Qwen3 in thinking mode, QwQ).
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """One response format: where a completion's reasoning and its final answer are.
+
+    Declared once here and read by the format reward and the answer extraction
+    (``reward_server.format``), the scorer and its reasons, the routes' ``?format=``, the
+    client, ``gtpo eval`` and the demo.
+
+    reasoning: the tags of the reasoning block, or None when the format has none.
+    answer: the tags of the answer block, or None when the format has none.
+    boxed: without an answer block, the final ``\\boxed{}`` is the answer.
+    prefill: the reasoning block's opening tag may end the prompt instead of the response (a
+        chat template that writes ``<think>`` after the assistant header).
+    """
+
+    name: str
+    summary: str
+    reasoning: tuple[str, str] | None
+    answer: tuple[str, str] | None
+    boxed: bool
+    prefill: bool
+
+    def formatted(self, reasoning: str, answer: str) -> str:
+        """A completion in this format's full shape, with ``answer`` as its final answer."""
+        if not self.boxed:
+            r_open, r_close = self.reasoning or ("", "")
+            a_open, a_close = self.answer or ("", "")
+            return f"{r_open}{reasoning}{r_close}{a_open}{answer}{a_close}"
+        final = f"The final answer is $\\boxed{{{answer}}}$."
+        if self.reasoning is None:
+            return f"{reasoning}\n\n{final}"
+        r_open, r_close = self.reasoning
+        return f"{r_open}\n{reasoning}\n{r_close}\n\n{final}"
+
+
+PAPER = ResponseFormat(
+    "paper",
+    "<reasoning>…</reasoning><answer>…</answer> (the paper's format)",
+    reasoning=(REASONING_OPEN, REASONING_CLOSE),
+    answer=(ANSWER_OPEN, ANSWER_CLOSE),
+    boxed=False,
+    prefill=False,
+)
+THINK = ResponseFormat(
+    "think",
+    "<think>…</think>, then the final answer: an <answer> block, else the last \\boxed{} "
+    "(the opening <think> may end the prompt)",
+    reasoning=(THINK_OPEN, THINK_CLOSE),
+    answer=(ANSWER_OPEN, ANSWER_CLOSE),
+    boxed=True,
+    prefill=True,
+)
+BOXED = ResponseFormat(
+    "boxed",
+    "a solution that ends with its final answer in \\boxed{} (no tags)",
+    reasoning=None,
+    answer=None,
+    boxed=True,
+    prefill=False,
+)
+RESPONSE_FORMATS: dict[str, ResponseFormat] = {f.name: f for f in (PAPER, THINK, BOXED)}
+DEFAULT_FORMAT = PAPER.name
+
+
+def response_format(name: str) -> ResponseFormat:
+    """The profile called ``name``; a ValueError naming the valid ones otherwise."""
+    try:
+        return RESPONSE_FORMATS[name]
+    except (KeyError, TypeError):
+        valid = ", ".join(RESPONSE_FORMATS)
+        raise ValueError(f"unknown response format {name!r}: use one of {valid}") from None
 
 
 def formatted(reasoning: str, answer: str) -> str:
-    """A completion in the full format: the reasoning block, then the answer block."""
-    return f"{REASONING_OPEN}{reasoning}{REASONING_CLOSE}{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
+    """A completion in the paper's full format: the reasoning block, then the answer block."""
+    return PAPER.formatted(reasoning, answer)
 
 
 def is_correct(accuracy_reward: float) -> bool:
@@ -33,6 +110,13 @@ def is_correct(accuracy_reward: float) -> bool:
     other verdict, so "correct" is exactly the full accuracy reward.
     """
     return accuracy_reward == ACCURACY_CORRECT
+
+
+def accuracy_score(accuracy_reward: float) -> float:
+    """``scores`` of ``/get_reward``: the accuracy as 1 or 0. OpenRLHF's dynamic filtering keeps
+    a prompt's group when the mean of these lies strictly inside its range (default 0 1):
+    DAPO's rule of dropping the groups that are all right or all wrong."""
+    return 1.0 if is_correct(accuracy_reward) else 0.0
 
 
 class Reason(str, Enum):
@@ -53,6 +137,7 @@ class Reason(str, Enum):
     NO_REFERENCE = "no_reference"
     # The format forbids accuracy (a second answer block, text after it, or the format gate).
     SEVERAL_ANSWER_BLOCKS = "several_answer_blocks"
+    SEVERAL_ANSWERS = "several_answers"  # think, boxed: final answers that state other values
     ANSWER_NOT_LAST = "answer_not_last"
     FORMAT_NOT_MET = "format_not_met"
     # The answer policy: words that make the answer no answer.

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ValidationError
@@ -21,7 +21,13 @@ from pydantic import BaseModel, ValidationError
 from reward_server.extract import extract_reference
 from reward_server.metrics import Metrics, exposition
 from reward_server.pool import VerifierPool
-from reward_server.protocol import Reason
+from reward_server.protocol import (
+    RESPONSE_FORMATS,
+    Reason,
+    ResponseFormat,
+    accuracy_score,
+    response_format,
+)
 from reward_server.schemas import (
     EquivalentRequest,
     EquivalentResponse,
@@ -89,6 +95,31 @@ async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
         ) from None
 
 
+async def chosen_format(
+    svc: ServiceDep,
+    name: Annotated[
+        str | None,
+        Query(
+            alias="format",
+            description="Response format of this request's completions (default: the server's "
+            "GTPO_RS_RESPONSE_FORMAT): "
+            + "; ".join(f"{f.name}: {f.summary}" for f in RESPONSE_FORMATS.values()),
+        ),
+    ] = None,
+) -> ResponseFormat:
+    """``?format=think`` on a scoring route: one server serves runs of several formats, and
+    OpenRLHF's ``--reward.remote_url`` carries the choice in its URL."""
+    if name is None:
+        return svc.scorer.response_format
+    try:
+        return response_format(name)
+    except ValueError as exc:
+        raise HTTPException(422, f"?format=: {exc}") from None
+
+
+FormatDep = Annotated[ResponseFormat, Depends(chosen_format)]
+
+
 async def read_request(request: Request) -> RewardRequest:
     return await _parse_body(request, RewardRequest)
 
@@ -152,10 +183,10 @@ def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> 
     )
 
 
-async def _score_counted(body: RewardRequest, svc: Service) -> list[ItemScore]:
+async def _score_counted(body: RewardRequest, svc: Service, fmt: ResponseFormat) -> list[ItemScore]:
     """Both scoring routes: limits checked, items scored in order, verdicts counted."""
     _check_batch(len(body.query), svc.settings)
-    items = await svc.scorer.score_batch(body.query, body.prompts, body.labels)
+    items = await svc.scorer.score_batch(body.query, body.prompts, body.labels, fmt)
     svc.metrics.items.inc(len(items))
     for it in items:
         svc.metrics.verdicts.labels(it.reason).inc()
@@ -165,14 +196,14 @@ async def _score_counted(body: RewardRequest, svc: Service) -> list[ItemScore]:
 
 @_post("/get_reward", RewardResponse, RewardRequest)
 async def get_reward(
-    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep
+    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep, fmt: FormatDep
 ) -> RewardResponse:
-    """OpenRLHF's remote reward protocol: total reward = format (0..10) + accuracy (0/10)."""
-    items = await _score_counted(body, svc)
-    rewards = [it.reward for it in items]
+    """OpenRLHF's remote reward protocol: total reward = format (0..10) + accuracy (0/10);
+    ``scores`` is the accuracy as 1 or 0 (what OpenRLHF's dynamic filtering reads)."""
+    items = await _score_counted(body, svc, fmt)
     return RewardResponse(
-        rewards=rewards,
-        scores=rewards,
+        rewards=[it.reward for it in items],
+        scores=[accuracy_score(it.accuracy_score) for it in items],
         extra_logs=ExtraLogs(
             format_reward=[it.format_score for it in items],
             accuracy_reward=[it.accuracy_score for it in items],
@@ -182,10 +213,10 @@ async def get_reward(
 
 @_post("/v1/score", ScoreResponse, RewardRequest)
 async def score(
-    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep
+    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep, fmt: FormatDep
 ) -> ScoreResponse:
     """Same scoring as /get_reward with the full verdict of every item."""
-    return ScoreResponse(results=await _score_counted(body, svc))
+    return ScoreResponse(results=await _score_counted(body, svc, fmt))
 
 
 @_post("/v1/equivalent", EquivalentResponse, EquivalentRequest)

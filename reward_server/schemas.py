@@ -73,10 +73,11 @@ class ExtraLogs(BaseModel):
 
 
 class RewardResponse(BaseModel):
-    """OpenRLHF's expected answer: ``rewards`` drive the advantages, ``scores`` are logged."""
+    """OpenRLHF's expected answer: ``rewards`` drive the advantages; ``scores`` (the accuracy,
+    1 or 0) are logged and read by OpenRLHF's dynamic filtering."""
 
     rewards: list[float]
-    scores: list[float]
+    scores: list[float] = Field(..., description="The accuracy as 1 (correct) or 0.")
     extra_logs: ExtraLogs
 
 
@@ -84,10 +85,13 @@ class ItemScore(BaseModel):
     """The full verdict for one item of ``/v1/score``."""
 
     response: str = Field(..., description="The response after prompt and end tokens removal.")
-    answer: str | None = Field(..., description="Content of the last <answer> block, unwrapped.")
+    response_format: str = Field(..., description="The response format it was scored in.")
+    answer: str | None = Field(
+        ..., description="The final answer, unwrapped (paper: the last <answer> block)."
+    )
     reference: str | None = Field(..., description="Reference extracted from the label.")
     format_score: float = Field(..., description="0, 1.0, 1.5 or 10.")
-    format_reason: str = Field(..., description="ok, missing_answer, answer_not_last, ...")
+    format_reason: str = Field(..., description="ok, missing_answer, several_answers, ...")
     accuracy_score: float = Field(..., description="0 or 10.")
     reason: Reason = Field(..., description="Accuracy verdict: only ``equivalent`` earns accuracy.")
     reward: float = Field(..., description="format_score + accuracy_score.")

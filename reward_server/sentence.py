@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from reward_server import notation
 from reward_server.normalize import canonical, fast_equivalent
 from reward_server.policy import (
+    MULTIPLIERS,
     NEGATIONS,
+    PERCENT_WORDS,
+    QUALIFIERS,
     UNIT_NAMES,
     checked_steps,
     equation_sides,
@@ -61,7 +64,7 @@ _NEGATIONS = NEGATIONS | _words(
     "couldn't hasn't haven't hadn't nothing rather"
 )
 # Words that make the whole statement uncertain, wherever they stand.
-_HEDGES = _words(
+_HEDGES = QUALIFIERS | _words(
     "maybe perhaps probably possibly likely unlikely approximate estimate estimated estimation "
     "guess guessing unsure uncertain somewhere either roughly thereabouts think believe "
     "seems seem appears suspect range ranges ranging"
@@ -282,6 +285,7 @@ class _Run:
     context: bool = False
     hedged: bool = False
     weak: bool = False  # context only by the preposition or determiner before it
+    infinitive: bool = False  # weak as the object of an infinitive ("needs to pay $64")
 
 
 def _runs(tokens: list[_Token]) -> list[_Run]:
@@ -345,12 +349,12 @@ def _word(tokens: list[_Token], i: int) -> str | None:
 
 
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\\A-Za-z])[aAI](?![A-Za-z])")
-_UNIT_WORDS = UNIT_NAMES.keys() | _words("square sq cubic units unit percent")
+_UNIT_WORDS = UNIT_NAMES.keys() | PERCENT_WORDS | _words("square sq cubic units unit")
 _SENTENCE_WORDS = (
     _CONTEXT_BEFORE
     | _COPULAS
     | _CONCLUSIONS
-    | _words("she he they it we you there i that this what which who answer")
+    | _words("she he they it we you there i that this what which who answer ie namely")
 ) - {"per"}
 _ENVIRONMENT = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.DOTALL)
 _CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
@@ -381,18 +385,42 @@ def states_value(text: str) -> bool:
     return any(run.value for run in _runs(_tokens(text)))
 
 
+def _refused(words: list[str | None]) -> Reason | None:
+    """A negation or a rejection anywhere (``negated_answer``); a hedge or a qualifier anywhere,
+    a modal ("could be") or a bound after "or" (``hedged_answer``)."""
+    present = {w for w in words if w}
+    if present & _NEGATIONS:
+        return Reason.NEGATED_ANSWER
+    if present & _HEDGES:
+        return Reason.HEDGED_ANSWER
+    for a, b in itertools.pairwise(words):
+        if (a, b) in _MODAL_HEDGES or (a == "or" and b in _OR_BOUND):
+            return Reason.HEDGED_ANSWER
+    return None
+
+
+def lead_refusal(lead: str) -> Reason | None:
+    """Why the words of a sentence before a boxed value refuse it (``Perhaps the answer is
+    \\boxed{18}``, ``It is not \\boxed{18}``, ``at least \\boxed{18}``), or None: the reader's
+    refusals, and a bound or an approximation right before the value."""
+    tokens = _tokens(lead)
+    words = [_word(tokens, i) for i in range(len(tokens))]
+    refused = _refused(words)
+    if refused is not None:
+        return refused
+    last = tuple(w for w in words[-2:])
+    if last[-1:] and (last[-1] in _APPROXIMATE or last in _APPROXIMATE_PAIRS):
+        return Reason.HEDGED_ANSWER
+    return None
+
+
 def read(text: str) -> Reading:
     """The one value ``text`` states (with its unit), or the reason it states none."""
     tokens = _tokens(text)
     words = [_word(tokens, i) for i in range(len(tokens))]
-    present = {w for w in words if w}
-    if present & _NEGATIONS:
-        return Reading(None, Reason.NEGATED_ANSWER)
-    if present & _HEDGES:
-        return Reading(None, Reason.HEDGED_ANSWER)
-    for a, b in itertools.pairwise(words):
-        if (a, b) in _MODAL_HEDGES or (a == "or" and b in _OR_BOUND):
-            return Reading(None, Reason.HEDGED_ANSWER)
+    refused = _refused(words)
+    if refused is not None:
+        return Reading(None, refused)
 
     runs = _runs(tokens)
     for run in runs:
@@ -406,6 +434,8 @@ def read(text: str) -> Reading:
     _mark_subject(runs, tokens, words)
     answered = _mark_premises(runs, tokens, words)
 
+    if not _markers_restate(runs, tokens, words):
+        return Reading(None, Reason.SEVERAL_CANDIDATES)  # "13 (that is, 12)"
     if any(_false_step(r.text) for r in runs if r.context):
         return Reading(None, Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
     candidates = [r for r in runs if not r.context and (r.value or _after_copula(r, words))]
@@ -416,10 +446,16 @@ def read(text: str) -> Reading:
     weak = [r for r in runs if r.value and r.weak and not r.hedged]
     # Never a number after "of": "the reciprocal of 42", "half of 36" name another value.
     alone = len(weak) == 1 and words[weak[0].first - 1] != "of"
-    if not candidates and alone and not any(r.hedged for r in runs):
-        # The only number the sentence states, after a preposition: "the car travels at 60
-        # mph", "…, leaving him with 5 apples", "she needs to buy 3 more bags".
-        candidates = weak
+    objects = [r for r in weak if r.infinitive]
+    if not candidates and not any(r.hedged for r in runs):
+        if alone:
+            # The only number the sentence states, after a preposition: "the car travels at 60
+            # mph", "…, leaving him with 5 apples", "she needs to buy 3 more bags".
+            candidates = weak
+        elif len(objects) == 1:
+            # The object of the sentence's one infinitive, whatever prepositions follow it:
+            # "she needs to pay $64 for 16 cups" states 64; 16 locates it.
+            candidates = objects
     differences = [r for r in candidates if _comparative(r, tokens, words)]
     if differences and len(differences) < len(candidates):
         # "Zoe ran 26 laps, 4 laps more than Tim": the difference is a comparison, not a
@@ -459,8 +495,8 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
     if w1 in _APPROXIMATE or (w2, w1) in _APPROXIMATE_PAIRS:
         run.hedged = run.context = True
         return
-    if w1 == "of" and w2 == "total":
-        return
+    if w1 == "of" and _names_the_value(words, run.first - 2):
+        return  # "a profit of $5,000", "a total of 12 eggs": the value of the noun
     # "by selling 9", "after spending $12" (never across punctuation, never "making $18")
     gerund = (
         w1 is not None
@@ -478,10 +514,53 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
     ):
         run.context = True
         run.weak = w1 not in _CONDITIONS
+        run.infinitive = infinitive
     # "one of them", "one another": a pronoun, not the number 1
     after = words[run.last + 1] if run.last + 1 < len(tokens) else None
     if tokens[run.first].kind == "num" and run.text.lower() == "one" and after in ("of", "another"):
         run.context, run.weak = True, False
+
+
+# Words that announce the same value again: "$\\frac{1}{2}$ (that is, 0.5)", "9, i.e. nine".
+_RESTATEMENT_MARKERS = (("that", "is"), ("ie",), ("namely",), ("in", "other", "words"))
+# Nouns whose "of" takes an operand, not their value: "a third of 36", "a multiple of 6".
+_OPERATION_NOUNS = MULTIPLIERS | _words(
+    "reciprocal inverse square cube root fraction multiple factor divisor power product "
+    "quotient percent percentage share portion part proportion"
+)
+
+
+def _markers_restate(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> bool:
+    """Whether every restatement marker stands between two statements of one value: the value
+    right before it (a unit word between allowed) and the first value after it."""
+    for i in range(len(words)):
+        marker = next((m for m in _RESTATEMENT_MARKERS if tuple(words[i : i + len(m)]) == m), None)
+        if marker is None:
+            continue
+        before = [r for r in runs if r.value and i - 2 <= r.last < i]
+        after = [r for r in runs if r.value and r.first >= i + len(marker)]
+        if before and after:
+            values = [_with_unit(before[-1], tokens, words), _with_unit(after[0], tokens, words)]
+            if not _restatements(values):
+                return False
+    return True
+
+
+def _names_the_value(words: list[str | None], i: int) -> bool:
+    """Whether the words ending at ``i`` are "a/an [adjectives] noun", a noun that the value
+    after "of" is the value of ("a profit of", "a total of", "an average speed of"), or the
+    noun "total" ("the total of"); never an operation noun ("a third of", "a multiple of")."""
+    if i < 0 or words[i] is None or words[i] in _OPERATION_NOUNS:
+        return False
+    if words[i] == "total":
+        return True
+    for j in range(i - 1, max(i - 4, -1), -1):
+        w = words[j]
+        if w in ("a", "an"):
+            return True
+        if w is None or w in _NOT_UNITS or w in _OPERATION_NOUNS:
+            return False
+    return False
 
 
 def _after_copula(run: _Run, words: list[str | None]) -> bool:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from reward_server.protocol import DEFAULT_FORMAT, RESPONSE_FORMATS, response_format
 
 
 def _default_verify_workers() -> int:
@@ -32,6 +34,12 @@ class Settings(BaseSettings):
     )
 
     # --- scoring (paper's scale: format 0..10, accuracy 0 or 10)
+    response_format: str = Field(
+        DEFAULT_FORMAT,
+        description="Response format when a request names none (?format=): "
+        + "; ".join(f"{f.name}: {f.summary}" for f in RESPONSE_FORMATS.values())
+        + ".",
+    )
     strict_format: bool = Field(
         False,
         description="Full format also needs exactly one block of each, <reasoning> first and only "
@@ -76,6 +84,11 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = Field(
         None, description="When set, scoring routes need 'Authorization: Bearer <token>'."
     )
+
+    @field_validator("response_format")
+    @classmethod
+    def _known_format(cls, name: str) -> str:
+        return response_format(name).name  # a ValueError naming the valid ones
 
     # --- test hook, never set in production: a worker that receives exactly this answer sleeps
     # forever, so tests can prove that a hung verification is killed and replaced.

@@ -25,12 +25,18 @@ from sympy import (
     Float,
     I,
     Interval,
+    MatrixBase,
     Pow,
     Rational,
     Symbol,
     Tuple,
     UnevaluatedExpr,
+    cos,
+    exp,
+    simplify,
 )
+from sympy.core.evalf import PrecisionExhausted
+from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
 from reward_server.policy import checked_steps, congruence, equation_sides
 from reward_server.protocol import Reason
@@ -104,12 +110,19 @@ def _imaginary(expr: Basic) -> Basic:
 
 
 # Points at which expressions are compared numerically: symbols get these values by name (so
-# x(real) and x(complex) from the two parses agree), two points to avoid a lucky root.
-_PROBES = ((0.6180339887, 1.4142135623, 2.7182818284), (-1.3247179572, 0.5772156649, 3.1415926535))
+# x(real) and x(complex) from the two parses agree), two points to avoid a lucky root. Exact
+# rationals, so that a difference evaluated at them is exact too.
+_PROBES = tuple(
+    tuple(Rational(v) for v in probe)
+    for probe in (
+        ("0.6180339887", "1.4142135623", "2.7182818284"),
+        ("-1.3247179572", "0.5772156649", "3.1415926535"),
+    )
+)
 _MAX_EXPAND_EXPONENT = 30
-# Values are evaluated to 30 significant digits: two exact values that differ relatively by
-# more than this differ, however small both are (10^{-20} is not 2·10^{-20}).
-_RELATIVE_TOLERANCE = 1e-15
+# Two values that differ relatively by more than this differ (double precision suffices).
+_RELATIVE_TOLERANCE = 1e-12
+_DIGITS = 30
 
 
 def _plain_expr(e: Basic) -> bool:
@@ -118,13 +131,32 @@ def _plain_expr(e: Basic) -> bool:
     return isinstance(e, Expr) and not isinstance(e, Symbol) and not e.has(UnevaluatedExpr)
 
 
+def _nonzero(difference: Expr) -> bool:
+    """Whether an exact number is provably not 0: evaluated to 30 significant digits of its
+    own, however small it is next to the values it is the difference of (``1/100! + 1/\\pi``
+    against ``1/101! + 1/\\pi`` differ by 10^{-158}). sympy raises ``PrecisionExhausted`` when
+    it cannot tell the number from 0: then it proves nothing."""
+    try:
+        value = difference.evalf(_DIGITS, strict=True)
+    except (PrecisionExhausted, TypeError, ValueError, ArithmeticError):
+        return False
+    return bool(value.is_number and value != 0 and value.is_finite)
+
+
 def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
     """Decide two plain expressions cheaply, else None (then math-verify runs in full).
 
     * ``expand(gold - pred) == 0`` is an exact identity: equal (``(x+1)^2`` vs ``x^2+2x+1``).
     * Two expressions equal as functions agree at every point where both are defined, so a
-      clear numerical difference at one point (30 significant digits) proves them different;
-      this skips sympy's ``simplify`` — the slowest step — for most wrong answers.
+      difference at one point proves them different. A clear one in double precision is found
+      cheaply; below it, the exact difference at the point is evaluated on its own: never a
+      tolerance, so tiny or huge values that differ are different (``2^{-60}`` against
+      ``2^{-60} + 2^{-120}``, ``2^{100}x`` against ``(2^{100}+1)x``). This skips sympy's
+      ``simplify`` — the slowest step — for most wrong answers.
+    * Expressions with trigonometric functions that agree at the points are compared by
+      ``simplify`` after rewriting them in cosines and in exponentials (``\\cot^2 x`` and
+      ``\\csc^2 x - 1``, ``\\tan x + \\cot x`` and ``2\\csc 2x``): identities that
+      math-verify's own ``simplify`` misses.
     """
     if not (_plain_expr(gold) and _plain_expr(pred)):
         return None
@@ -141,19 +173,25 @@ def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
     for probe in _PROBES:
         values = dict(zip(names, probe, strict=False))
         try:
-            a = complex(gold.subs({s: values[s.name] for s in gold.free_symbols}).evalf(30))
-            b = complex(pred.subs({s: values[s.name] for s in pred.free_symbols}).evalf(30))
+            at_gold = gold.subs({s: values[s.name] for s in gold.free_symbols})
+            at_pred = pred.subs({s: values[s.name] for s in pred.free_symbols})
+            a, b = complex(at_gold.evalf(_DIGITS)), complex(at_pred.evalf(_DIGITS))
         except (TypeError, ValueError, ArithmeticError):
             return None  # not a number at this point (undefined, unevaluated...): no shortcut
         if any(v != v or abs(v) == float("inf") for v in (a.real, a.imag, b.real, b.imag)):
             return None
-        if abs(a - b) > _RELATIVE_TOLERANCE * max(abs(a), abs(b)):
+        if abs(a - b) > _RELATIVE_TOLERANCE * max(abs(a), abs(b)) or _nonzero(at_gold - at_pred):
             return False
+    difference = gold - pred
+    if difference.has(TrigonometricFunction):
+        for kind in (cos, exp):
+            if simplify(difference.rewrite(kind)) == 0:
+                return True
     return None
 
 
 def _elements_differ(gold: Basic, pred: Basic) -> bool:
-    """Whether two tuples, intervals or finite sets provably differ in one element.
+    """Whether two tuples, intervals, matrices or finite sets provably differ in one element.
 
     math-verify compares elements numerically after ``chop`` (differences below ~1e-15 vanish,
     whatever the size of the values), so ``(\\frac{\\pi}{10^{20}}, 1)`` would equal
@@ -163,6 +201,8 @@ def _elements_differ(gold: Basic, pred: Basic) -> bool:
     if isinstance(gold, Interval) and isinstance(pred, Interval):
         ends = ((gold.start, pred.start), (gold.end, pred.end))
         return any(_quick_verdict(g, p) is False for g, p in ends)
+    if isinstance(gold, MatrixBase) and isinstance(pred, MatrixBase) and gold.shape == pred.shape:
+        return any(_quick_verdict(g, p) is False for g, p in zip(gold, pred, strict=True))
     if isinstance(gold, FiniteSet) and isinstance(pred, FiniteSet) and len(gold) == len(pred):
         # An element of one that differs from every element of the other.
         return any(all(_quick_verdict(g, p) is False for g in gold.args) for p in pred.args)

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reward_server import policy, sentence
+from reward_server import notation, policy, sentence
 from reward_server.guard import bomb, complexity_violation
 from reward_server.normalize import (
     canonical,
@@ -143,7 +143,8 @@ def read_answer(answer: str, reference: str) -> Verdict | str:
     """What the checker judges: the value a sentence states (``sentence.read``), or the answer
     itself when it is no sentence; a verdict when the sentence states no single value. A worded
     reference ("no solution") is compared as words, so its answers are never read as
-    sentences."""
+    sentences. An answer written as JSON (``{"answer": 42}``) is the value it holds."""
+    answer = notation.json_answer(answer)
     if not sentence.is_sentence(answer) or text_form(canonical(reference)) is not None:
         return answer
     if canonical(answer) == canonical(reference):

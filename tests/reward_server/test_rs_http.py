@@ -62,7 +62,8 @@ def test_get_reward_batch_in_order(server) -> None:
     data = r.json()
     assert set(data) == {"rewards", "scores", "extra_logs"}
     assert data["rewards"] == [c[2] for c in CASES]
-    assert data["scores"] == data["rewards"]
+    # scores: the accuracy as 1 or 0 (OpenRLHF's dynamic filtering reads it), not the reward
+    assert data["scores"] == [c[4] / 10 for c in CASES]
     assert data["extra_logs"] == {
         "format_reward": [c[3] for c in CASES],
         "accuracy_reward": [c[4] for c in CASES],
@@ -103,6 +104,81 @@ def test_v1_score_reasons(server) -> None:
     assert (first["answer"], first["reference"]) == ("1,000", "1000")
     assert (first["format_score"], first["format_reason"]) == (10.0, "ok")
     assert (first["accuracy_score"], first["reward"]) == (10.0, 20.0)
+
+
+PREFILLED = PROMPT + "<think>\n"
+THINK_CASES = [
+    # (prompt, response, label, format, accuracy): the think format, with and without the
+    # template's prefilled <think>
+    (
+        PREFILLED,
+        "Janet sells 9 eggs at $2.\n</think>\n\nShe makes $\\boxed{18}$.",
+        "#### 18",
+        10.0,
+        10.0,
+    ),
+    (
+        PREFILLED,
+        "Janet sells 9 eggs at $2.\n</think>\n\nShe makes $\\boxed{16}$.",
+        "#### 18",
+        10.0,
+        0.0,
+    ),
+    (PROMPT, "<think>\n9 eggs at $2.\n</think>\n\n$\\boxed{18}$", "#### 18", 10.0, 10.0),
+    # without the prefill the block has no opening tag: the answer is there, the format is not
+    (PROMPT, "9 eggs at $2.\n</think>\n\n$\\boxed{18}$", "#### 18", 1.5, 0.0),
+    (PROMPT, "<think>\n9 eggs, so \\boxed{18}", "#### 18", 0.0, 0.0),  # cut off while thinking
+]
+
+
+@pytest.mark.parametrize("route", ["/get_reward", "/v1/score"])
+def test_format_query_parameter_chooses_the_response_format(server, route: str) -> None:
+    body = {
+        "query": [p + r + "<|im_end|>" for p, r, *_ in THINK_CASES],
+        "prompts": [p for p, *_ in THINK_CASES],
+        "labels": [c[2] for c in THINK_CASES],
+    }
+    think = post(server, route + "?format=think", body).json()
+    paper = post(server, route, body).json()  # the server's default: the paper's format
+    if route == "/get_reward":
+        assert think["extra_logs"]["format_reward"] == [c[3] for c in THINK_CASES]
+        assert think["extra_logs"]["accuracy_reward"] == [c[4] for c in THINK_CASES]
+        assert think["scores"] == [c[4] / 10 for c in THINK_CASES]
+        assert paper["rewards"] == [0.0] * len(THINK_CASES)
+    else:
+        assert {r["response_format"] for r in think["results"]} == {"think"}
+        assert [r["answer"] for r in think["results"]][:3] == ["18", "16", "18"]
+        assert {r["response_format"] for r in paper["results"]} == {"paper"}
+
+
+@pytest.mark.parametrize("route", ["/get_reward", "/v1/score"])
+def test_unknown_format_is_a_422_naming_the_valid_ones(server, route: str) -> None:
+    body = {"query": [R + "<answer>5</answer>"], "labels": ["5"]}
+    r = post(server, route + "?format=xml", body)
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert "'xml'" in detail and "paper, think, boxed" in detail and "\n" not in detail
+
+
+def test_response_format_setting_is_the_default(make_server) -> None:
+    srv = make_server({"GTPO_RS_RESPONSE_FORMAT": "boxed"})
+    body = {"query": ["So she makes $\\boxed{18}$."], "labels": ["18"]}
+    assert post(srv, "/get_reward", body).json()["rewards"] == [20.0]
+    assert post(srv, "/get_reward?format=paper", body).json()["rewards"] == [0.0]
+
+
+def test_unknown_format_setting_stops_the_server_with_a_clear_message(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GTPO_RS_RESPONSE_FORMAT": "xml", "GTPO_RS_VERIFY_WORKERS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reward_server", "--port", "0"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "unknown response format 'xml': use one of paper, think, boxed" in proc.stderr
 
 
 def test_empty_batch(server) -> None:

@@ -39,7 +39,7 @@ def test_fetch_rewards_via_http_single_sample(server) -> None:
     assert got == [
         {
             "rewards": [20.0],
-            "scores": [20.0],
+            "scores": [1.0],  # the accuracy as 1 or 0: what dynamic filtering reads
             "extra_logs": {"format_reward": [10.0], "accuracy_reward": [10.0]},
         }
     ]
