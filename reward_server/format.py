@@ -120,9 +120,11 @@ SEVERAL_ANSWERS = "several_answers"
 class Parsed:
     """What the scorer reads from one response in one format.
 
-    answer: the final answer as written (an answer block's content, or the final list of boxes
-        and the text after it), None when there is none;
+    answer: the final answer as written (an answer block's content, or the final list of
+        boxes), None when there is none;
     lead: before a boxed answer, its sentence (hedges and negations there refuse it);
+    tail: after a boxed answer, the text that follows it (read with it when it states a value
+        or refuses one: "\\boxed{7} or more");
     others: the other final answers (think, boxed); each must state the answer's value;
     after: text after an answer block, judged by the restatement rule (``scoring``).
     """
@@ -130,6 +132,7 @@ class Parsed:
     format: FormatResult
     answer: str | None
     lead: str = ""
+    tail: str = ""
     others: tuple[str, ...] = ()
     after: str = ""
 
@@ -182,8 +185,9 @@ class _Finals:
 
     answer: str
     lead: str
+    tail: str
     others: tuple[str, ...]
-    after: str  # after an answer block (a boxed answer's trailing text is part of ``answer``)
+    after: str
     trailing: bool  # text follows the final answer
     differ: bool  # the other final answers are not written as the answer is
 
@@ -194,7 +198,7 @@ class _Finals:
             fmt = FormatResult(PART_AND_TAGS, SEVERAL_ANSWERS)
         elif full.score == FORMAT_MAX and self.trailing:
             fmt = FormatResult(PART_AND_TAGS, TEXT_AFTER_ANSWER)
-        return Parsed(fmt, self.answer, self.lead, self.others, self.after)
+        return Parsed(fmt, self.answer, self.lead, self.tail, self.others, self.after)
 
 
 # What may follow a boxed answer that ends the response: closing math delimiters, a period.
@@ -222,22 +226,22 @@ def _final_answers(text: str, fmt: ResponseFormat) -> _Finals | None:
         contents = [text[s + len(a_open) : e - len(a_close)] for s, e in blocks]
         answer, after = contents[-1], text[blocks[-1][1] :]
         others = (*contents[:-1], *groups)
-        return _Finals(answer, "", others, after, bool(after.strip()), _differ(answer, others))
+        return _Finals(answer, "", "", others, after, bool(after.strip()), _differ(answer, others))
     if not groups:
         return None
     start, end = grouped[-1]
     tail = text[end:]
     trailing = bool(tail[_CLOSERS.match(tail).end() :].strip())  # type: ignore[union-attr]
-    # The text after the box is part of the answer ("\\boxed{18} dollars", "\\boxed{7} or
-    # more"): its closing math delimiter dropped, it is read with the box.
-    after_box = tail.lstrip().lstrip("$").removeprefix("\\)").removeprefix("\\]")
-    answer = groups[-1] + (" " + after_box if trailing else "")
+    # What follows the box, its closing math delimiter dropped ("\\boxed{18}$ dollars").
+    after_box = tail.lstrip().lstrip("$").removeprefix("\\)").removeprefix("\\]").strip()
     # The sentence before the box, from the end of the previous list of boxes at the earliest.
     head = text[grouped[-2][1] if len(grouped) > 1 else 0 : start]
     cuts = list(_SENTENCE_END.finditer(head))
     lead = head[cuts[-1].end() :] if cuts else head
     lead = lead.rstrip().rstrip("$").removesuffix("\\(").removesuffix("\\[")
-    return _Finals(answer, lead, groups[:-1], "", trailing, _differ(groups[-1], groups[:-1]))
+    others = groups[:-1]
+    tail = after_box if trailing else ""
+    return _Finals(groups[-1], lead, tail, others, "", trailing, _differ(groups[-1], others))
 
 
 def _differ(answer: str, others: tuple[str, ...]) -> bool:

@@ -63,7 +63,7 @@ class Scorer:
         prefilled = fmt.reasoning is not None and before.rstrip().endswith(fmt.reasoning[0])
         parsed = parse(response, fmt, strict=self.settings.strict_format, prefilled=prefilled)
         fmt_result = parsed.format
-        answer = None if parsed.answer is None else unwrap_math(parsed.answer)
+        answer = None if parsed.answer is None else unwrap_math(_with_tail(parsed))
         reference = extract_reference(label)
 
         equal, reason = False, Reason.NOT_EQUIVALENT
@@ -105,7 +105,7 @@ class Scorer:
         """The verdict of a right answer, unless the rest of the response takes it back: words
         before a boxed answer that hedge or negate it, another final answer that states another
         value, or text after an answer block that gives another answer."""
-        refused = sentence.lead_refusal(parsed.lead) if parsed.lead.strip() else None
+        refused = sentence.refusal(parsed.lead) if parsed.lead.strip() else None
         if refused is not None:
             return Verdict(False, refused)
         for other in parsed.others:
@@ -155,3 +155,15 @@ class Scorer:
                 *(self.score(q, p, lab, fmt, deadline=deadline) for q, p, lab in items)
             )
         )
+
+
+def _with_tail(parsed: Parsed) -> str:
+    """A boxed answer with the text after it when that text states a value or refuses one
+    ("\\boxed{18} dollars", "\\boxed{7} or more", "\\boxed{9}, but that is wrong"): read as
+    one answer. Text that does neither ("I hope it is correct.") is left out, as it is after an
+    answer block."""
+    answer = parsed.answer or ""
+    tail = parsed.tail
+    if tail and (sentence.states_value(tail) or sentence.refusal(tail) is not None):
+        return f"{answer} {tail}"
+    return answer

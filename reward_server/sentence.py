@@ -399,11 +399,12 @@ def _refused(words: list[str | None]) -> Reason | None:
     return None
 
 
-def lead_refusal(lead: str) -> Reason | None:
-    """Why the words of a sentence before a boxed value refuse it (``Perhaps the answer is
-    \\boxed{18}``, ``It is not \\boxed{18}``, ``at least \\boxed{18}``), or None: the reader's
-    refusals, and a bound or an approximation right before the value."""
-    tokens = _tokens(lead)
+def refusal(text: str) -> Reason | None:
+    """Why the words around a boxed value refuse it: before it (``Perhaps the answer is
+    \\boxed{18}``, ``It is not \\boxed{18}``, ``at least \\boxed{18}``) or after it (``\\boxed{7}
+    or more``, ``\\boxed{9}, but that is wrong``); None when they do not. The reader's refusals,
+    and a bound or an approximation right before the value."""
+    tokens = _tokens(text)
     words = [_word(tokens, i) for i in range(len(tokens))]
     refused = _refused(words)
     if refused is not None:

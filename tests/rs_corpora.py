@@ -22,19 +22,30 @@ def load_corpus(name: str) -> ModuleType:
     return module
 
 
-def score_completions(responses: list[str], labels: list[str]) -> list:
-    """The service's scorer over a two-worker verification pool: one result per completion."""
+def score_completions(
+    responses: list[str],
+    labels: list[str],
+    prompts: list[str] | None = None,
+    response_format: str = "paper",
+) -> list:
+    """The service's scorer over a two-worker verification pool: one result per completion,
+    each query being its prompt (when given) and its response."""
     from reward_server.pool import VerifierPool
+    from reward_server.protocol import response_format as profile
     from reward_server.scoring import Scorer
     from reward_server.settings import Settings
     from reward_server.verify import Verifier, symbolic_equivalent
+
+    queries = (
+        responses if prompts is None else [p + r for p, r in zip(prompts, responses, strict=True)]
+    )
 
     async def run() -> list:
         pool = VerifierPool(symbolic_equivalent, size=2, timeout_s=5.0)
         await pool.start()
         try:
             scorer = Scorer(Settings(verify_workers=2), Verifier(pool))
-            return await scorer.score_batch(responses, None, labels)
+            return await scorer.score_batch(queries, prompts, labels, profile(response_format))
         finally:
             await pool.close()
 
