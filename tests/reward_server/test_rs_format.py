@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from reward_server.format import score_format
-from reward_server.protocol import Reason
+from reward_server.format import parse, score_format
+from reward_server.protocol import BOXED, THINK, Reason
 from reward_server.scoring import Scorer
 from reward_server.settings import Settings
 from reward_server.verify import Verifier
@@ -143,3 +143,105 @@ def test_overlong_text_after_the_block_with_values_is_not_read() -> None:
     start = time.perf_counter()  # a long tail is looked at once, never tokenised
     assert _score(Settings(verify_workers=1), R + A + " ok" * 100_000, "5")[1] == 10.0
     assert time.perf_counter() - start < 1.0
+
+
+# ------------------------------------------------------------------ think and boxed
+
+T = "<think>\nstep\n</think>\n\n"
+
+
+@pytest.mark.parametrize(
+    ("response", "prefilled", "score", "reason"),
+    [
+        (T + "So $\\boxed{5}$.", False, 10.0, "ok"),
+        ("step\n</think>\n\nSo $\\boxed{5}$.", True, 10.0, "ok"),  # the prompt opened the block
+        ("<think></think>\\boxed{5}", False, 10.0, "ok"),  # an empty block is complete
+        (T + "<answer>5</answer>", False, 10.0, "ok"),
+        (T + "<answer>\\boxed{5}</answer>", False, 10.0, "ok"),
+        (T + "\\boxed{5}.\n\n**Final Answer**\n\\boxed{5}", False, 10.0, "ok"),  # one value twice
+        (T + "\\[\n\\boxed{5}\n\\]", False, 10.0, "ok"),  # closing delimiters may follow the box
+        (T + "\\boxed{5}. Hope this helps!", False, 1.5, "text_after_answer"),
+        (T + "<answer>5</answer> Hope this helps!", False, 1.5, "text_after_answer"),
+        (T + "\\boxed{4}, no: \\boxed{5}", False, 1.5, "several_answers"),
+        (T + "\\boxed{4} <answer>5</answer>", False, 1.5, "several_answers"),
+        ("step\n</think>\n\n\\boxed{5}", False, 1.5, "missing_reasoning"),  # no opening tag
+        ("The answer is \\boxed{5}.", False, 1.0, "missing_reasoning"),  # no think block
+        (T + "so the answer follows", False, 1.0, "missing_answer"),
+        (T + "so \\boxed{5", False, 1.5, "missing_answer"),  # cut off inside the box
+        (T + "<answer>5", False, 1.5, "missing_answer"),
+        ("<think>\nso \\boxed{5}", False, 0.0, "no_blocks"),  # cut off inside the think block
+        ("so \\boxed{5}", True, 0.0, "no_blocks"),  # the same, the block opened by the prompt
+        ("", True, 0.0, "no_blocks"),
+    ],
+)
+def test_think_format(response: str, prefilled: bool, score: float, reason: str) -> None:
+    result = parse(response, THINK, prefilled=prefilled).format
+    assert (result.score, result.reason) == (score, reason)
+
+
+def test_nothing_inside_the_think_block_is_the_answer() -> None:
+    parsed = parse("<think>\nit is \\boxed{4}\n<answer>4</answer>\n</think>\n\n\\boxed{5}", THINK)
+    assert (parsed.answer, parsed.others) == ("\\boxed{5}", ())
+    assert parse("<think>\nit is \\boxed{4}", THINK).answer is None
+
+
+@pytest.mark.parametrize(
+    ("response", "strict", "score"),
+    [
+        (T + "\\boxed{5}", False, 10.0),
+        (T + "\\boxed{5}", True, 10.0),
+        ("Sure. " + T + "\\boxed{5}", False, 10.0),
+        ("Sure. " + T + "\\boxed{5}", True, 1.5),  # strict: nothing before the block
+        (T + T + "\\boxed{5}", True, 1.5),  # strict: one block
+    ],
+)
+def test_think_strict_mode(response: str, strict: bool, score: float) -> None:
+    assert parse(response, THINK, strict=strict).format.score == score
+
+
+@pytest.mark.parametrize(
+    ("response", "score", "reason"),
+    [
+        ("3 + 2 = 5, so the answer is $\\boxed{5}$.", 10.0, "ok"),
+        ("3 + 2 = 5.\n\\[\n\\boxed{5}\n\\]", 10.0, "ok"),
+        ("\\boxed{2}, \\boxed{3}", 10.0, "ok"),  # one list of boxes
+        ("\\\\boxed{5}", 10.0, "ok"),  # a doubled backslash
+        ("\\boxed 5", 10.0, "ok"),  # a box without braces
+        ("So $\\boxed{5}$ apples.", 1.5, "text_after_answer"),
+        ("First \\boxed{4}, then \\boxed{5}.", 1.5, "several_answers"),
+        ("so \\boxed{5", 0.0, "missing_answer"),
+        ("the answer is 5", 0.0, "missing_answer"),
+    ],
+)
+def test_boxed_format(response: str, score: float, reason: str) -> None:
+    result = parse(response, BOXED).format
+    assert (result.score, result.reason) == (score, reason)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "response", "prefilled", "accuracy", "reason"),
+    [
+        (THINK, T + "So $\\boxed{5}$.", False, 10.0, Reason.EQUIVALENT),
+        (THINK, "step\n</think>\n\n$\\boxed{5}$", True, 10.0, Reason.EQUIVALENT),
+        (THINK, "step\n</think>\n\n$\\boxed{5}$", False, 0.0, Reason.FORMAT_NOT_MET),
+        (THINK, T + "\\boxed{5}. Hope this helps!", False, 10.0, Reason.EQUIVALENT),
+        (THINK, T + "\\boxed{5} or more", False, 0.0, Reason.HEDGED_ANSWER),
+        (THINK, T + "Perhaps it is \\boxed{5}.", False, 0.0, Reason.HEDGED_ANSWER),
+        (THINK, T + "It is not \\boxed{5}.", False, 0.0, Reason.NEGATED_ANSWER),
+        (THINK, T + "\\boxed{4}. Then \\boxed{5}", False, 0.0, Reason.SEVERAL_ANSWERS),
+        (THINK, T + "\\boxed{5} <answer>5</answer>", False, 10.0, Reason.EQUIVALENT),
+        (THINK, T + "<answer>5</answer>\nSo it is 6.", False, 0.0, Reason.ANSWER_NOT_LAST),
+        (THINK, "<think>\nso \\boxed{5}", False, 0.0, Reason.NO_ANSWER_BLOCK),
+        (BOXED, "so $\\boxed{5}$.", False, 10.0, Reason.EQUIVALENT),
+        (BOXED, "\\boxed{5} \\text{ or } \\boxed{6}", False, 0.0, Reason.NOT_EQUIVALENT),
+        (BOXED, "so $\\boxed{5}$, which is too high.", False, 0.0, Reason.HEDGED_ANSWER),
+    ],
+)
+def test_accuracy_in_every_format(
+    fmt, response: str, prefilled: bool, accuracy: float, reason: Reason
+) -> None:
+    prompt = "Question?\n" + ("<think>\n" if prefilled else "")
+    scorer = Scorer(Settings(verify_workers=1), Verifier(None))
+    item = asyncio.run(scorer.score(prompt + response, prompt, "#### 5", fmt))
+    assert (item.accuracy_score, item.reason) == (accuracy, reason)
+    assert item.response_format == fmt.name
