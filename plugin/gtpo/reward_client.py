@@ -40,6 +40,8 @@ from typing import Any
 
 import httpx
 
+from reward_server import protocol
+
 log = logging.getLogger(__name__)
 
 FIRST_BACKOFF_S = 0.5  # then doubled after each failed round, up to MAX_BACKOFF_S
@@ -197,7 +199,9 @@ class RewardClient:
     ``timeout_s`` per attempt; retryable failures are retried for ``retry_for_s`` seconds (see
     the module). ``concurrency`` requests run at once, over as many pooled connections;
     ``batch_size`` items go in one ``/v1/score`` or ``/v1/equivalent`` request. ``hint`` ends
-    the message of a request that ran out of time. Use as a context manager, or call
+    the message of a request that ran out of time. ``response_format`` (``paper``, ``think``,
+    ``boxed``: ``reward_server.protocol``'s profiles) is sent as ``?format=`` with every
+    scoring request; None leaves the server's own setting. Use as a context manager, or call
     ``close()``.
     """
 
@@ -211,9 +215,15 @@ class RewardClient:
         batch_size: int = 64,
         concurrency: int = 8,
         hint: str = f"is the reward server running? ({_START_HINT}, or check --reward-url)",
+        response_format: str | None = None,
     ) -> None:
         if batch_size < 1 or concurrency < 1 or retry_for_s < 0:
             raise ValueError("batch_size and concurrency must be >= 1 and retry_for_s >= 0")
+        # Checked here, against the profiles the server declares: a typo fails before any run.
+        self.response_format = (
+            None if response_format is None else protocol.response_format(response_format).name
+        )
+        self._format_query = "" if response_format is None else f"?format={self.response_format}"
         self.servers = ServerRotation(server_urls(url))
         self.url = self.servers.urls[0]
         self.retry_for_s = retry_for_s
@@ -309,7 +319,7 @@ class RewardClient:
         payload: dict[str, Any] = {"query": list(queries), "labels": list(labels)}
         if prompts is not None:
             payload["prompts"] = list(prompts)
-        body = self._request("/get_reward", payload)
+        body = self._request("/get_reward" + self._format_query, payload)
         try:
             extra = body["extra_logs"]
             got = (body["rewards"], extra["format_reward"], extra["accuracy_reward"])
@@ -374,7 +384,7 @@ class RewardClient:
         payload: dict[str, Any] = {"query": list(queries), "labels": list(labels)}
         if prompts is not None:
             payload["prompts"] = list(prompts)
-        return self._results("/v1/score", payload, len(queries))
+        return self._results("/v1/score" + self._format_query, payload, len(queries))
 
     def verdicts(
         self,

@@ -62,7 +62,8 @@ class Scripted(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append({"auth": self.headers.get("Authorization"), "body": body})
+        seen = {"auth": self.headers.get("Authorization"), "body": body, "path": self.path}
+        type(self).seen.append(seen)
         if len(type(self).seen) <= type(self).fail_first:
             self._send(type(self).fail_status, b'{"detail": "scripted failure"}')
             return
@@ -228,6 +229,17 @@ def test_the_client_takes_remote_urls_the_demo_does_not() -> None:
     with pytest.raises(ValueError, match="only sends rewards traffic to a server on this"):
         check_loopback("http://rewards.example.org:8000")
     assert check_loopback("http://127.0.0.1:8000/") == "http://127.0.0.1:8000"
+
+
+def test_the_response_format_goes_with_every_scoring_request(scripted) -> None:
+    url, handler = scripted
+    with RewardClient(url, response_format="think") as client:
+        client.score(["p"], ["r"], ["1"], per_request=1)
+    with RewardClient(url) as client:  # none: the server's own setting
+        client.score(["p"], ["r"], ["1"], per_request=1)
+    assert [seen["path"] for seen in handler.seen] == ["/get_reward?format=think", "/get_reward"]
+    with pytest.raises(ValueError, match="unknown response format 'xml': use one of paper, think"):
+        RewardClient(url, response_format="xml")
 
 
 def test_protocol_reasons_serialise_as_their_values() -> None:
