@@ -3,11 +3,13 @@
 The model is a Llama built from a config (no download) with every transformer block zeroed, so
 the residual stream is the last token's embedding: with one-hot embeddings and lm_head rows set
 to log-probabilities, its next-token distribution at temperature 1 is a Markov chain we choose.
-It answers ``<reasoning> think </reasoning> <answer> A </answer>`` with A drawn from a given law.
+It answers ``<reasoning> think </reasoning> <answer> A </answer>`` with A drawn from a given law,
+or the same in another response format (``LAYOUTS``).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -17,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,12 +27,32 @@ import pytest
 from gtpo.local_reward_server import free_port
 
 SPECIAL = ["[PAD]", "[UNK]", "</s>"]
-CHAIN = ["<reasoning>", "think", "</reasoning>", "<answer>", "</answer>"]
 ANSWERS = ["1/2", "0.5", "3", "\\frac{1}{2}"]
 CHAT_TEMPLATE = (
     "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}ASSISTANT{% endif %}"
 )
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a tiny model lays out its completion: the tokens before its answer, the answer
+    token's spelling, the tokens after it, and what the chat template puts after ASSISTANT."""
+
+    before: tuple[str, ...]
+    answer: str  # "{}" is the answer
+    after: tuple[str, ...]
+    prefill: str = ""
+
+
+LAYOUTS = {
+    "paper": Layout(("<reasoning>", "think", "</reasoning>", "<answer>"), "{}", ("</answer>",)),
+    # DeepSeek-R1 distills: the template opens the think block; the answer is boxed after it
+    "think_prefilled": Layout(("think", "</think>"), "\\boxed{{{}}}", (), prefill="<think>"),
+    "think": Layout(("<think>", "think", "</think>"), "\\boxed{{{}}}", ()),
+    # Qwen2.5-Math: the working, then the boxed answer ("think" would hedge the box here)
+    "boxed": Layout(("work",), "\\boxed{{{}}}", ()),
+}
 
 
 @pytest.fixture(scope="session")
@@ -69,28 +92,33 @@ def reward_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait(5)
 
 
-def build_tokenizer(path: Path) -> None:
+def build_tokenizer(path: Path, words: list[str], prefill: str = "") -> None:
     """Word-level tokenizer: the chain's words, the answers, everything else [UNK]."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(SPECIAL + CHAIN + ANSWERS)}
+    vocab = {tok: i for i, tok in enumerate(words)}
     core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok = PreTrainedTokenizerFast(
         tokenizer_object=core, unk_token="[UNK]", pad_token="[PAD]", eos_token="</s>"
     )
-    tok.chat_template = CHAT_TEMPLATE
+    tok.chat_template = CHAT_TEMPLATE.replace(
+        "ASSISTANT", f"ASSISTANT\n{prefill}\n" if prefill else "ASSISTANT"
+    )
     tok.save_pretrained(path)
 
 
-def build_markov_model(path: Path, answer_law: dict[str, float]) -> Path:
-    """Save a tiny Llama + tokenizer to ``path`` that samples the tagged answer from
-    ``answer_law`` (probabilities over `ANSWERS`) and then stops."""
+def build_markov_model(path: Path, answer_law: dict[str, float], layout: str = "paper") -> Path:
+    """Save a tiny Llama + tokenizer to ``path`` that writes ``LAYOUTS[layout]`` with its answer
+    drawn from ``answer_law`` (probabilities over `ANSWERS`) and then stops."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    vocab = SPECIAL + CHAIN + ANSWERS
+    shape = LAYOUTS[layout]
+    spelled = {a: shape.answer.format(a) for a in ANSWERS}
+    chain = [*shape.before, *shape.after] + ([shape.prefill] if shape.prefill else [])
+    vocab = SPECIAL + chain + list(spelled.values())
     index = {tok: i for i, tok in enumerate(vocab)}
     hidden = 32
     config = LlamaConfig(
@@ -101,12 +129,13 @@ def build_markov_model(path: Path, answer_law: dict[str, float]) -> Path:
     )  # fmt: skip
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
-    law: dict[str, dict[str, float]] = {tok: {"<reasoning>": 1.0} for tok in vocab}  # prompt
-    law.update({
-        "<reasoning>": {"think": 1.0}, "think": {"</reasoning>": 1.0},
-        "</reasoning>": {"<answer>": 1.0}, "<answer>": answer_law, "</answer>": {"</s>": 1.0},
-    })  # fmt: skip
-    law.update({answer: {"</answer>": 1.0} for answer in ANSWERS})
+    steps = list(shape.before)
+    law: dict[str, dict[str, float]] = {tok: {steps[0]: 1.0} for tok in vocab}  # the prompt
+    law.update({a: {b: 1.0} for a, b in itertools.pairwise(steps)})
+    law[steps[-1]] = {spelled[a]: p for a, p in answer_law.items()}
+    ending = [*shape.after, "</s>"]
+    law.update({spelled[a]: {ending[0]: 1.0} for a in ANSWERS})
+    law.update({a: {b: 1.0} for a, b in itertools.pairwise(ending)})
     with torch.no_grad():
         for layer in model.model.layers:  # zero blocks: the residual is the token embedding
             layer.self_attn.o_proj.weight.zero_()
@@ -126,7 +155,7 @@ def build_markov_model(path: Path, answer_law: dict[str, float]) -> Path:
         eos_token_id=index["</s>"], pad_token_id=0, do_sample=True
     )
     model.save_pretrained(path)
-    build_tokenizer(path)
+    build_tokenizer(path, vocab, shape.prefill)
     (path / "law.json").write_text(json.dumps(answer_law))
     return path
 

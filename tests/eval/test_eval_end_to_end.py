@@ -67,10 +67,12 @@ def workspace(tmp_path_factory: pytest.TempPathFactory, markov_model) -> dict[st
     }
 
 
-def run_eval(ws: dict[str, Path], reward_url: str, out: Path, *models: str) -> dict[str, Any]:
+def run_eval(
+    ws: dict[str, Path], reward_url: str, out: Path, *models: str, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     argv = ["eval", "--data", str(ws["data"]), "--k", ",".join(map(str, KS)), "--n", str(N),
             "--backend", "hf", "--reward-url", reward_url, "--out", str(out),
-            "--max-new-tokens", "12", "--gen-batch-size", "4"]  # fmt: skip
+            "--max-new-tokens", "12", "--gen-batch-size", "4", *extra]  # fmt: skip
     for model in models:
         argv += ["--model", str(ws[model]), "--name", model.upper()]
     assert gtpo_main(argv) == 0
@@ -153,6 +155,39 @@ def test_eval_resumes_from_the_cache(
         texts[row["key"]] = row["text"]
     assert len(texts) == 2 * N and all(texts[key] == text for key, text in kept.items())
     assert again["models"][0]["prompts"] == 2
+
+
+@pytest.mark.parametrize(
+    ("layout", "response_format"),
+    [("think_prefilled", "think"), ("think", "think"), ("boxed", "boxed")],
+)
+def test_eval_scores_reasoning_models_formats(
+    workspace: dict[str, Path], reward_url: str, markov_model, layout: str, response_format: str
+) -> None:
+    """A model that writes <think>…</think> (its template opening the block, or itself) then a
+    boxed answer, and one that writes a boxed answer with no tags: with --response-format every
+    sample gets full format and exactly the accuracy its answer earns; without it (the server's
+    paper format) none does."""
+    model = markov_model(
+        workspace["root"] / layout, {"1/2": 0.3, "\\frac{1}{2}": 0.2, "3": 0.5}, layout
+    )
+    workspace = {**workspace, layout: model}
+    out = workspace["root"] / f"out-{layout}"
+    argv = ["--response-format", response_format]
+    results = run_eval(workspace, reward_url, out, layout, extra=argv)["models"][0]
+    assert results["format_rate"] == 1.0
+    texts = cached_texts(out / "cache", str(model))
+    ids = [json.loads(line)["id"] for line in workspace["data"].read_text().splitlines()]
+    right = [
+        VALUE[re.search(r"\\boxed\{(.+)\}", t).group(1)] == LABELS[prompt_id]
+        for p, prompt_id in enumerate(ids)
+        for t in texts[p]
+    ]
+    assert 0 < sum(right) < len(right)  # both right and wrong answers were sampled
+    assert results["accuracy"] == pytest.approx(sum(right) / len(right))
+    assert results["mean_reward"] == pytest.approx(10 + 10 * results["accuracy"])
+    paper = run_eval(workspace, reward_url, workspace["root"] / f"paper-{layout}", layout)
+    assert paper["models"][0]["format_rate"] == 0.0 and paper["models"][0]["accuracy"] == 0.0
 
 
 def test_server_equivalence_groups_answers(reward_url: str) -> None:

@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from reward_server.protocol import RESPONSE_FORMATS
+
 DEFAULT_KS = "1,4,8,16,32,64"
 
 
@@ -48,6 +50,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument(
         "--reward-url", required=True, metavar="URL",
         help="reward server, e.g. http://127.0.0.1:8000 (start it with gtpo-reward-server)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--response-format", choices=tuple(RESPONSE_FORMATS), default=None,
+        help="the format the models answer in, sent to the server as ?format= (default: the "
+        "server's GTPO_RS_RESPONSE_FORMAT): "
+        + "; ".join(f"{f.name}: {f.summary}" for f in RESPONSE_FORMATS.values()),
     )  # fmt: skip
     parser.add_argument(
         "--reward-token", default=None,
@@ -117,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             gen_batch_size=args.gen_batch_size,
             device=args.device,
             reward_token=args.reward_token or os.environ.get("GTPO_RS_API_TOKEN") or None,
+            response_format=args.response_format,
             score_batch_size=args.score_batch_size,
             score_concurrency=args.score_concurrency,
             tensor_parallel_size=args.tensor_parallel_size,

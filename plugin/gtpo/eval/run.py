@@ -57,6 +57,7 @@ class EvalConfig:
     gen_batch_size: int = 16
     device: str | None = None
     reward_token: str | None = None
+    response_format: str | None = None  # ?format= of every scoring request (None: the server's)
     score_batch_size: int = 64
     score_concurrency: int = 8
     tensor_parallel_size: int = 1
@@ -213,6 +214,7 @@ def evaluate(config: EvalConfig) -> list[dict[str, Any]]:
     with RewardClient(
         config.reward_url, token=config.reward_token,
         batch_size=config.score_batch_size, concurrency=config.score_concurrency,
+        response_format=config.response_format,
     ) as client:  # fmt: skip
         client.wait_ready()  # fail before generating, not after
         for model, name in zip(config.models, names, strict=True):
