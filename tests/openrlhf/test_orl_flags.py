@@ -316,6 +316,32 @@ def test_samples_that_drop_last_leaves_out_are_warned_about(openrlhf_args, caplo
     assert "8 of the 32 samples of each step are never trained on" in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("low", "high", "warning"),
+    [
+        ("0", "1", None),  # OpenRLHF's default: the mixed groups of 4 (means 1/4..3/4) kept
+        ("0.2", "0.8", None),  # 1/4, 2/4 and 3/4 still inside
+        ("1", "20", "keeps no group that has right and wrong answers"),  # the reward's scale
+        ("0.8", "1", "keeps no group that has right and wrong answers"),  # 3/4 < 0.8
+        ("0", "20", "also keeps groups whose answers are all right (mean 1)"),
+        ("-1", "1", "also keeps groups whose answers are all wrong (mean 0)"),
+    ],
+)
+def test_dynamic_filtering_ranges_that_keep_no_mixed_group_are_warned_about(
+    openrlhf_args, caplog, low, high, warning
+):
+    with caplog.at_level(logging.WARNING, logger="gtpo"):
+        args = openrlhf_args(
+            "--algo.dynamic_filtering_enable", "--algo.dynamic_filtering_range", low, high
+        )
+    assert compat.DYNAMIC_FILTERING_RANGE.get(args) == [float(low), float(high)]
+    warned = [r.getMessage() for r in caplog.records if "dynamic_filtering_range" in r.getMessage()]
+    if warning is None:
+        assert not warned
+    else:
+        assert len(warned) == 1 and warning in warned[0], warned
+
+
 def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):
     with caplog.at_level(logging.WARNING, logger="gtpo"):
         openrlhf_args("--actor.loss_agg_mode", "seq-mean-token-mean")

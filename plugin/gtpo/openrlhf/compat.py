@@ -192,6 +192,10 @@ POLICY_LOSS_TYPE = Arg("actor.policy_loss_type")
 ENTROPY_COEF = Arg("actor.entropy_coef")
 LOSS_AGG_MODE = Arg("actor.loss_agg_mode")
 REWARD_CLIP_RANGE = Arg("reward.clip_range")  # clamps the *shaped* rewards (default ±10)
+# DAPO's dynamic sampling: a group is kept when the mean of its samples' `scores` lies strictly
+# inside the range (samples_generator.py, default 0 1).
+DYNAMIC_FILTERING = Arg("algo.dynamic_filtering_enable")
+DYNAMIC_FILTERING_RANGE = Arg("algo.dynamic_filtering_range")
 CKPT_LOAD = Arg("ckpt.load_enable")
 CKPT_PATH = Arg("ckpt.path")
 ACTOR_NODES = Arg("actor.num_nodes")
@@ -205,7 +209,7 @@ ARGS = (
     PARTIAL_ROLLOUT, AGENT_FUNC, DYNAMIC_BATCH, COLOCATE_ALL, COLOCATE_ACTOR_REF, KL_COEF,
     KL_LOSS, POLICY_LOSS_TYPE, ENTROPY_COEF, LOSS_AGG_MODE, RING_ATTN_SIZE, TENSOR_PARALLEL_SIZE,
     VLLM_SLEEP, REWARD_CLIP_RANGE, ACTOR_NODES, ACTOR_GPUS_PER_NODE, CKPT_LOAD, CKPT_PATH,
-    ROLLOUT_MICRO_BATCH_SIZE, TRAIN_MICRO_BATCH_SIZE,
+    ROLLOUT_MICRO_BATCH_SIZE, TRAIN_MICRO_BATCH_SIZE, DYNAMIC_FILTERING, DYNAMIC_FILTERING_RANGE,
 )  # fmt: skip
 
 

@@ -261,6 +261,8 @@ def _warnings(args: Any, config: GTPOConfig) -> None:
                 compat.TRAIN_MICRO_BATCH_SIZE.flag,
                 compat.TRAIN_MICRO_BATCH_SIZE.flag,
             )
+    if compat.DYNAMIC_FILTERING.get(args):
+        _dynamic_filtering_warning(args)
     epochs = compat.MAX_EPOCHS.get(args)
     if epochs > 1:
         logger.warning(
@@ -301,6 +303,33 @@ def _warnings(args: Any, config: GTPOConfig) -> None:
             flag("no_conflict"),
             flag("entropy_filter"),
         )
+
+
+def _dynamic_filtering_warning(args: Any) -> None:
+    """OpenRLHF keeps a group when the mean of its `scores` lies strictly inside the range. The
+    reward server's `scores` are the accuracy as 1 or 0, so a group of G with k right answers
+    has mean k/G, and the groups that teach anything (GRPO's and GTPO's advantages are 0 in the
+    others) are those with 0 < k < G. Warn when the range keeps none of them, or keeps groups
+    that are all right or all wrong."""
+    low, high = compat.DYNAMIC_FILTERING_RANGE.get(args)
+    group = compat.GROUP_SIZE.get(args)
+    flag_ = compat.DYNAMIC_FILTERING_RANGE.flag
+    if not any(low < k / group < high for k in range(1, group)):
+        logger.warning(
+            "%s %g %g keeps no group that has right and wrong answers: the reward server's "
+            "scores are the accuracy as 1 or 0, so a group of %d with k right answers has mean "
+            "k/%d, and OpenRLHF keeps it only when %g < k/%d < %g. Every prompt would be "
+            "dropped and replaced. Pass %s 0 1 (OpenRLHF's default: drop the all-right and "
+            "all-wrong groups).",
+            flag_, low, high, group, group, low, group, high, flag_,
+        )  # fmt: skip
+    elif low < 0 or high > 1:
+        logger.warning(
+            "%s %g %g also keeps groups whose answers are all %s (mean %s), whose advantages "
+            "are all 0: the reward server's scores are the accuracy as 1 or 0, not the reward. "
+            "Pass %s 0 1 to drop them.",
+            flag_, low, high, "right" if high > 1 else "wrong", "1" if high > 1 else "0", flag_,
+        )  # fmt: skip
 
 
 def _unclip_centred_rewards(args: Any, given_flags: Collection[str]) -> None:
