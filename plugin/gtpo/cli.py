@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from gtpo.config import ABLATIONS, GTPOConfigError, add_arguments, flag, namespace_values
+from reward_server.protocol import RESPONSE_FORMATS
 
 # GTPOConfig fields the demo does not act on, so it offers no flag for them: it trains GTPO and
 # GRPO side by side (no --gtpo.algo), its reward client has its own retries and it keeps no
@@ -75,6 +76,11 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         "instead of starting one",
     )  # fmt: skip
     parser.add_argument(
+        "--response-format", choices=tuple(RESPONSE_FORMATS), default=None,
+        help="the format completions are scored in, sent to the reward server as ?format= "
+        "(default: paper, the format the synthetic task writes)",
+    )  # fmt: skip
+    parser.add_argument(
         "--out", type=Path, default=Path("gtpo-demo"),
         help="report folder (default: %(default)s)",
     )  # fmt: skip
@@ -118,6 +124,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             steps=args.steps,
             lr=args.lr,
             reward_url=args.reward_url,
+            response_format=args.response_format,
             sft_steps=args.sft_steps,
         )
     except GTPOConfigError as err:

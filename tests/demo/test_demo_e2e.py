@@ -180,6 +180,19 @@ def test_cli_refuses_a_remote_reward_url_and_bad_numbers(capsys):
     assert "invalid choice" in capsys.readouterr().err
 
 
+def test_cli_passes_the_response_format_through(monkeypatch, capsys):
+    import gtpo.demo.run as demo_run
+
+    seen = []
+    monkeypatch.setattr(demo_run, "run_demo", seen.append)
+    assert gtpo_main(["demo", "--quick", "--response-format", "think"]) == 0
+    assert gtpo_main(["demo", "--quick"]) == 0
+    assert [c.response_format for c in seen] == ["think", "paper"]  # the task's own by default
+    with pytest.raises(SystemExit):
+        gtpo_main(["demo", "--response-format", "xml"])
+    assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
 def test_cli_takes_the_gtpo_flags_of_gtpo_openrlhf(capsys):
     """One vocabulary: the demo's knobs are GTPOConfig's --gtpo.* flags, checked the same way."""
     with pytest.raises(SystemExit, match=r"--gtpo\.gamma is -1\.0; .* must be a finite number"):

@@ -57,6 +57,8 @@ class DemoConfig:
     steps: int = 150
     lr: float = 5e-5
     reward_url: str | None = None
+    # The format completions are scored in (?format=); the synthetic task writes the paper's.
+    response_format: str = "paper"
     sft_steps: int = 600
     n_train: int = 4000
     eval_prompts: int = 64
@@ -146,6 +148,7 @@ class RLJob:
     tokenizer_json: str
     warm_start_path: str
     reward_url: str
+    response_format: str
     train: list[Problem]
     heldout: list[Problem]
     h_ini: float
@@ -165,7 +168,7 @@ def run_rl_job(job: RLJob) -> dict:
     torch.set_num_threads(1)
     tokenizer = Tokenizer.from_str(job.tokenizer_json)
     policy = make_policy(_load_model(tokenizer, job.warm_start_path, job.cfg.seed), tokenizer)
-    client = RewardClient(job.reward_url)
+    client = RewardClient(job.reward_url, response_format=job.response_format)
     try:
         train(
             policy,
@@ -212,7 +215,7 @@ def run_demo(config: DemoConfig) -> dict:
             # Started first: it warms its verification workers while the warm start trains.
             server = stack.enter_context(LocalRewardServer(out / "reward_server.log"))
             url = server.url
-        client = RewardClient(url)
+        client = RewardClient(url, response_format=config.response_format)
         stack.callback(client.close)
 
         split = make_split(config.n_train, config.eval_prompts)
@@ -304,6 +307,7 @@ def _start_seed(
             tokenizer_json=tokenizer.to_str(),
             warm_start_path=str(checkpoint),
             reward_url=url,
+            response_format=config.response_format,
             train=split.train,
             heldout=split.heldout,
             h_ini=h_ini,
