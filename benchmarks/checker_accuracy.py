@@ -16,6 +16,15 @@ scored by this server and by math-verify used as its README shows:
    ``Completion.rewarded`` says); math-verify: ``verify`` of the reference against the whole
    response (it has no notion of the format). A false positive is a rewarded exploit, a false
    negative a control not rewarded.
+4. **Format corpora** (``format_corpus.py``): whole responses of reasoning models in the
+   ``think`` format (DeepSeek-R1 distills with the template's prefilled ``<think>`` and
+   without, Qwen3, QwQ) and the ``boxed`` format (Qwen2.5-Math), right and wrong. This server:
+   the scorer in that format (``?format=``), correct when the accuracy is 10; math-verify:
+   ``verify`` of the reference against the whole response, as its README shows.
+5. **Exploits in the other formats**: the exploit corpus's answers moved into each format
+   (``exploit_corpus.in_format``: an answer block or a box after ``</think>``, a solution
+   ending in a box). This server: rewarded when format and accuracy are both 10;
+   math-verify: the whole response.
 
     python benchmarks/checker_accuracy.py            # the table
     python benchmarks/checker_accuracy.py --misses   # also list every wrong verdict
@@ -49,6 +58,10 @@ class Case:
     expected: bool  # True: should be judged correct (rewarded)
     corpus: str
     note: str
+    prompt: str = ""  # before the response in the query (a prefilled <think>)
+    response_format: str = "paper"
+    # What counts as rewarded on this server: the accuracy (None), or a corpus's own rule.
+    rewarded: Callable[[float, float], bool] | None = None
 
 
 @dataclass
@@ -86,13 +99,51 @@ def corpora() -> dict[str, list[Case]]:
         Case(b.block, b.label, b.correct, "realistic blocks", f"[{b.style}] {b.why}")
         for b in realistic_module.CORRECT + realistic_module.WRONG
     ]
+    exploit_module = load_corpus("exploit_corpus")
     exploits = [
-        Case(c.response, c.label, not c.exploit, "exploits", f"[{c.kind}] {c.why}")
-        for c in load_corpus("exploit_corpus").COMPLETIONS
-    ]
-    for case in realistic + exploits:  # every label yields a reference
+        Case(c.response, c.label, not c.exploit, "exploits", f"[{c.kind}] {c.why}",
+             rewarded=c.rewarded)
+        for c in exploit_module.COMPLETIONS
+    ]  # fmt: skip
+    formats = load_corpus("format_corpus")
+    by_format = {
+        f"{name} responses": [
+            Case(
+                r.text,
+                r.label,
+                r.correct,
+                f"{name} responses",
+                f"[{r.style}] {r.why}",
+                PROMPT + ("<think>\n" if r.prefilled else ""),
+                name,
+            )
+            for r in rows
+        ]
+        for name, rows in (("think", formats.THINK), ("boxed", formats.BOXED))
+    }
+    moved = [
+        Case(exploit_module.in_format(c, layout), c.label, not c.exploit, "exploits, formats",
+             f"[{layout} {c.kind}] {c.why}", "", layout.split("_")[0], _full_reward)
+        for layout in ("think_block", "think_box", "boxed")
+        for c in exploit_module.COMPLETIONS
+        if c.kind not in exploit_module.BLOCK_KINDS
+    ]  # fmt: skip
+    for case in realistic + exploits + moved:  # every label yields a reference
         assert extract_reference(case.reference) is not None, case
-    return {"labelled pairs": pairs, "realistic blocks": realistic, "exploits": exploits}
+    return {
+        "labelled pairs": pairs,
+        "realistic blocks": realistic,
+        "exploits": exploits,
+        **by_format,
+        "exploits, formats": moved,
+    }
+
+
+PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _full_reward(format_score: float, accuracy_score: float) -> bool:
+    return format_score == 10 and accuracy_score == 10
 
 
 # ---------------------------------------------------------------- this server
@@ -105,35 +156,43 @@ def server_pairs(cases: list[Case]) -> Result:
 
 
 async def server_completions(cases: list[Case], workers: int, timeout_s: float) -> Result:
-    """Whole completions through the service's scorer with a real pool; ``Case.expected``
-    is compared with whether the completion is rewarded."""
+    """Whole completions through the service's scorer with a real pool, each in its format;
+    ``Case.expected`` is compared with whether the completion is rewarded."""
     from reward_server.pool import VerifierPool
-    from reward_server.protocol import formatted
+    from reward_server.protocol import formatted, response_format
     from reward_server.scoring import Scorer
     from reward_server.settings import Settings
     from reward_server.verify import Verifier, symbolic_equivalent
 
-    exploit_module = sys.modules["exploit_corpus"]
-    by_response = {c.response: c for c in exploit_module.COMPLETIONS}
     settings = Settings(verify_workers=workers, verify_timeout_s=timeout_s)
     pool = VerifierPool(symbolic_equivalent, size=workers, timeout_s=timeout_s)
     await pool.start()
+    items: dict[int, object] = {}
     try:
         scorer = Scorer(settings, Verifier(pool))
-        queries = [
-            c.answer if c.corpus == "exploits" else formatted(REASONING, c.answer) for c in cases
-        ]
         start = time.perf_counter()
-        items = await scorer.score_batch(queries, None, [c.reference for c in cases])
+        for name in dict.fromkeys(c.response_format for c in cases):
+            group = [i for i, c in enumerate(cases) if c.response_format == name]
+            blocks = {i: cases[i].corpus == "realistic blocks" for i in group}
+            queries = [
+                formatted(REASONING, cases[i].answer)
+                if blocks[i]
+                else cases[i].prompt + cases[i].answer
+                for i in group
+            ]
+            prompts = [cases[i].prompt or None for i in group]
+            fmt = response_format(name)
+            labels = [cases[i].reference for i in group]
+            scored = await scorer.score_batch(queries, prompts, labels, fmt)
+            items.update(zip(group, scored, strict=True))
         elapsed = time.perf_counter() - start
     finally:
         await pool.close()
     result = Result(times=[elapsed / len(cases)] * len(cases))
-    for case, item in zip(cases, items, strict=True):
-        if case.corpus == "exploits":
-            rewarded = by_response[case.answer].rewarded(item.format_score, item.accuracy_score)
-        else:
-            rewarded = item.accuracy_score == 10
+    for i, case in enumerate(cases):
+        item = items[i]
+        judge = case.rewarded or (lambda _fmt, accuracy: accuracy == 10)
+        rewarded = judge(item.format_score, item.accuracy_score)
         result.verdicts.append(rewarded)
         if rewarded != case.expected:
             result.errors.append(f"{item.answer!r} vs {item.reference!r}: {item.reason}")
