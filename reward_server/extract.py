@@ -179,6 +179,9 @@ def _braced_at(text: str, i: int) -> int | None:
     return None
 
 
+_BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\{")
+
+
 def boxes(text: str) -> list[tuple[int, int, str]]:
     """Every balanced ``\\boxed{…}``/``\\fbox{…}`` as (start, end, content), left to right.
 
@@ -187,17 +190,14 @@ def boxes(text: str) -> list[tuple[int, int, str]]:
     """
     found: list[tuple[int, int, str]] = []
     pos = 0
-    while True:
-        hits = [h for h in (text.find("\\boxed{", pos), text.find("\\fbox{", pos)) if h >= 0]
-        if not hits:
-            return found
-        start = min(hits)
-        brace = text.index("{", start)
+    while (hit := _BOX_OPEN.search(text, pos)) is not None:
+        start, brace = hit.start(), hit.end() - 1
         end = _braced_at(text, brace)
         if end is None:
             return found
         found.append((start, end, text[brace + 1 : end - 1]))
         pos = end
+    return found
 
 
 def box_groups(found: list[tuple[int, int, str]], text: str) -> list[list[tuple[int, int, str]]]:

@@ -18,6 +18,7 @@ that is not complete; 1.0 for one of the two parts alone; 0 for neither.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -219,7 +220,8 @@ def _final_answers(text: str, fmt: ResponseFormat) -> _Finals | None:
         if close < 0:
             break
         blocks.append((start, close + len(a_close)))
-    outside = [b for b in boxes(text) if not any(s <= b[0] < e for s, e in blocks)]
+    starts = [s for s, _ in blocks]  # sorted, and the blocks never overlap
+    outside = [b for b in boxes(text) if not _inside(b[0], blocks, starts)]
     grouped = [(g[0][0], g[-1][1]) for g in box_groups(outside, text)]
     groups = tuple(text[s:e] for s, e in grouped)
     if blocks:
@@ -230,10 +232,10 @@ def _final_answers(text: str, fmt: ResponseFormat) -> _Finals | None:
     if not groups:
         return None
     start, end = grouped[-1]
-    tail = text[end:]
-    trailing = bool(tail[_CLOSERS.match(tail).end() :].strip())  # type: ignore[union-attr]
+    rest = text[end:]
+    trailing = _CLOSERS.fullmatch(rest) is None
     # What follows the box, its closing math delimiter dropped ("\\boxed{18}$ dollars").
-    after_box = tail.lstrip().lstrip("$").removeprefix("\\)").removeprefix("\\]").strip()
+    after_box = rest.lstrip().lstrip("$").removeprefix("\\)").removeprefix("\\]").strip()
     # The sentence before the box, from the end of the previous list of boxes at the earliest.
     head = text[grouped[-2][1] if len(grouped) > 1 else 0 : start]
     cuts = list(_SENTENCE_END.finditer(head))
@@ -242,6 +244,13 @@ def _final_answers(text: str, fmt: ResponseFormat) -> _Finals | None:
     others = groups[:-1]
     tail = after_box if trailing else ""
     return _Finals(groups[-1], lead, tail, others, "", trailing, _differ(groups[-1], others))
+
+
+def _inside(position: int, blocks: list[tuple[int, int]], starts: list[int]) -> bool:
+    """Whether ``position`` falls in one of ``blocks`` (bisected: a flood of boxes and blocks
+    stays linear)."""
+    i = bisect.bisect_right(starts, position) - 1
+    return i >= 0 and position < blocks[i][1]
 
 
 def _differ(answer: str, others: tuple[str, ...]) -> bool:

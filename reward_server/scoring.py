@@ -108,8 +108,7 @@ class Scorer:
         refused = sentence.refusal(parsed.lead) if parsed.lead.strip() else None
         if refused is not None:
             return Verdict(False, refused)
-        for other in parsed.others:
-            value = unwrap_math(other)
+        for value in dict.fromkeys(unwrap_math(other) for other in parsed.others):
             if value != answer:
                 again = await self.verifier.check(value, reference, deadline=deadline)
                 if not again.equal:

@@ -245,3 +245,13 @@ def test_accuracy_in_every_format(
     item = asyncio.run(scorer.score(prompt + response, prompt, "#### 5", fmt))
     assert (item.accuracy_score, item.reason) == (accuracy, reason)
     assert item.response_format == fmt.name
+
+
+def test_think_and_boxed_formats_are_linear_on_floods() -> None:
+    start = time.perf_counter()
+    flood = "<answer>1</answer>\\boxed{2}" * 20_000
+    assert parse(T + flood, THINK).format.reason == "several_answers"
+    assert parse("<think>" * 100_000 + "</think>" * 100_000, THINK).format.score == 1.0
+    assert parse("\\boxed{" * 100_000, BOXED).format.score == 0.0
+    assert parse("\\boxed{1}, " * 20_000 + "\\boxed{1}", BOXED).format.score == 10.0  # a list
+    assert time.perf_counter() - start < 2.0
