@@ -4,6 +4,10 @@ TRL calls a reward function with `prompts`, `completions` and every other datase
 keyword argument; the label (the reference answer) comes from one of those columns. Each
 completion is sent in OpenRLHF's request shape, `query` = prompt + completion, through the
 project's reward client, so TRL runs are scored exactly like OpenRLHF and demo runs.
+
+A conversational prompt (a list of messages) is sent as the text the model was prompted with:
+the chat template rendered with the assistant turn opened, as OpenRLHF sends it. So the server
+sees what the template put there, a prefilled `<reasoning>` or `<think>` included.
 """
 
 from __future__ import annotations
@@ -21,11 +25,37 @@ TRL_CALL_ARGUMENTS = frozenset(
 
 
 def _text(item: Any) -> str:
-    """A prompt or completion as text: a string as is; a chat (list of messages) as the
-    concatenation of its message contents, which is what the server strips and reads."""
+    """A completion as text: a string as is; a chat (list of messages, TRL's conversational
+    completion) as the concatenation of its message contents."""
     if isinstance(item, str):
         return item
     return "".join(str(message.get("content", "")) for message in item)
+
+
+class ChatRenderer:
+    """Renders a conversational prompt exactly as TRL's generation renders it (the tokenizer's
+    chat template, or the trainer's own, with the assistant turn opened), as text."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        chat_template: str | None = None,
+        template_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.chat_template = chat_template
+        self.template_kwargs = dict(template_kwargs or {})
+
+    def __call__(self, prompt: Any) -> str:
+        if isinstance(prompt, str):
+            return prompt
+        return self.tokenizer.apply_chat_template(
+            prompt,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+            tokenize=False,
+            **self.template_kwargs,
+        )
 
 
 class RewardServerReward:
@@ -46,6 +76,12 @@ class RewardServerReward:
             408, 429) with backoff for this many seconds, then stop training with an error
             naming the URL (a missing reward is never scored as 0). Default: GTPOTrainer's
             `GTPOConfig.reward_timeout` (300 s).
+        tokenizer: renders conversational prompts with its chat template (what the model was
+            prompted with). GTPOTrainer passes its own; with TRL's GRPOTrainer pass the same
+            tokenizer as `processing_class`, or conversational prompts are refused.
+        response_format: the format the completions are written in, sent as `?format=`:
+            `paper`, `think` (`<think>…</think>` then the final answer; a `<think>` the chat
+            template prefills is in the rendered prompt) or `boxed`. None: the server's setting.
 
     Returns per completion the server's total reward (format 0..10 + accuracy 0/10); the mean
     format and accuracy rewards are logged as `rewards/format` and `rewards/accuracy`.
@@ -62,6 +98,8 @@ class RewardServerReward:
         timeout_s: float = 60.0,
         token: str | None = None,
         reward_timeout: float | None = None,
+        tokenizer: Any = None,
+        response_format: str | None = None,
     ) -> None:
         if per_request < 1:
             raise ValueError(f"per_request must be >= 1, got {per_request}")
@@ -75,6 +113,7 @@ class RewardServerReward:
             retry_for_s=retry_for_s,
             hint="check that it is running and reachable, or raise reward_timeout "
             "(GTPOConfig(reward_timeout=...) with GTPOTrainer)",
+            response_format=response_format,
         )
         self.label_column = label_column
         self.per_request = per_request
@@ -82,6 +121,23 @@ class RewardServerReward:
         # completions (`take_failure`), so that no process waits alone in TRL's reward gather.
         self.defer_failures = False
         self._failure: str | None = None
+        self.render = ChatRenderer(tokenizer) if tokenizer is not None else None
+
+    def use_renderer(self, render: ChatRenderer) -> None:
+        """The trainer's own chat rendering, unless a tokenizer was passed here."""
+        if self.render is None:
+            self.render = render
+
+    def _prompt_text(self, prompt: Any) -> str:
+        if isinstance(prompt, str):
+            return prompt
+        if self.render is None:
+            raise TypeError(
+                "RewardServerReward got a conversational prompt but no tokenizer to render it "
+                "with: pass RewardServerReward(url, tokenizer=...) with the trainer's "
+                "processing_class (GTPOTrainer passes its own)"
+            )
+        return self.render(prompt)
 
     def use_timeout(self, reward_timeout: float) -> None:
         """The retry budget GTPOTrainer's config gives, unless one was passed here."""
@@ -103,7 +159,7 @@ class RewardServerReward:
         labels = [str(label) for label in columns[self.label_column]]
         try:
             rewards = self.client.score(
-                [_text(p) for p in prompts],
+                [self._prompt_text(p) for p in prompts],
                 [_text(c) for c in completions],
                 labels,
                 self.per_request,
