@@ -144,6 +144,8 @@ def parse(
     """The format score and the final answer of a response whose trailing end-of-turn tokens
     are removed. ``prefilled``: the prompt ends with the format's opening reasoning tag."""
     if not fmt.boxed:
+        if prefilled and fmt.prefill:  # the chat template wrote the opening tag
+            response = fmt.reasoning[0] + response
         answer = answer_block(response)
         return Parsed(score_format(response, strict), answer, after=text_after_answer(response))
     response = normalize_boxes(response.rstrip())

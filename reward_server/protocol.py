@@ -62,11 +62,12 @@ class ResponseFormat:
 
 PAPER = ResponseFormat(
     "paper",
-    "<reasoning>…</reasoning><answer>…</answer> (the paper's format)",
+    "<reasoning>…</reasoning><answer>…</answer> (the paper's format; the opening <reasoning> "
+    "may end the prompt)",
     reasoning=(REASONING_OPEN, REASONING_CLOSE),
     answer=(ANSWER_OPEN, ANSWER_CLOSE),
     boxed=False,
-    prefill=False,
+    prefill=True,
 )
 THINK = ResponseFormat(
     "think",

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from reward_server.format import parse, score_format
-from reward_server.protocol import BOXED, THINK, Reason
+from reward_server.protocol import BOXED, PAPER, THINK, Reason
 from reward_server.scoring import Scorer
 from reward_server.settings import Settings
 from reward_server.verify import Verifier
@@ -143,6 +143,29 @@ def test_overlong_text_after_the_block_with_values_is_not_read() -> None:
     start = time.perf_counter()  # a long tail is looked at once, never tokenised
     assert _score(Settings(verify_workers=1), R + A + " ok" * 100_000, "5")[1] == 10.0
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("response", "prefilled", "strict", "score"),
+    [
+        ("step\n</reasoning>\n<answer>\n5\n</answer>", True, False, 10.0),
+        ("step\n</reasoning>\n<answer>\n5\n</answer>", True, True, 10.0),
+        ("step\n</reasoning>\n<answer>\n5\n</answer>", False, False, 1.5),  # no tag anywhere
+        ("<reasoning>\nstep\n</reasoning>\n<answer>5</answer>", True, True, 1.5),  # two opened
+        ("step\n<answer>\n5\n</answer>", True, False, 1.5),  # the block never closed
+        ("step and no tags", True, False, 0.0),
+    ],
+)
+def test_paper_format_with_the_reasoning_tag_prefilled(
+    response: str, prefilled: bool, strict: bool, score: float
+) -> None:
+    """A chat template that opens the assistant turn with <reasoning> (as reasoning models'
+    templates open <think>): the tag at the end of the prompt counts as the response's."""
+    assert parse(response, PAPER, strict=strict, prefilled=prefilled).format.score == score
+    prompt = "<|im_start|>assistant\n" + ("<reasoning>\n" if prefilled else "")
+    scorer = Scorer(Settings(verify_workers=1, strict_format=strict), Verifier(None))
+    item = asyncio.run(scorer.score(prompt + response + "<|im_end|>", prompt, "#### 5", PAPER))
+    assert item.format_score == score
 
 
 # ------------------------------------------------------------------ think and boxed
