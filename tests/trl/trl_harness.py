@@ -49,11 +49,11 @@ def row_key(ids: torch.Tensor, mask: torch.Tensor) -> tuple[int, ...]:
     return tuple(ids[mask.bool()].tolist())
 
 
-def capture(trainer, record_mode=False):
+def capture(trainer, record_mode=False, temperature=TEMPERATURE):
     """Record every generated batch (with ⟨H⟩ of each completion under the policy that sampled
-    it, from a plain forward) and every loss micro-batch as the loss saw it (its advantages are
-    final once TRL's loss has run: δ is applied there). With `record_mode`, each record is a
-    pair (record, "train" or "eval")."""
+    it, from a plain forward at the run's `temperature`) and every loss micro-batch as the loss
+    saw it (its advantages are final once TRL's loss has run: δ is applied there). With
+    `record_mode`, each record is a pair (record, "train" or "eval")."""
     generations, losses = [], []
 
     def mode():
@@ -64,7 +64,7 @@ def capture(trainer, record_mode=False):
     def spy(inputs):
         batch = generate(inputs)
         with torch.no_grad():  # the policy that sampled the batch, before any update on it
-            entropy, _ = reference_entropies(trainer.model, batch)
+            entropy, _ = reference_entropies(trainer.model, batch, temperature)
         mask = batch["completion_mask"].bool()
         mean_entropy = (entropy * mask).sum(-1) / mask.sum(-1)
         record = (dict(batch), batch[ADVANTAGES].clone(), mean_entropy)
@@ -83,12 +83,12 @@ def capture(trainer, record_mode=False):
     return generations, losses
 
 
-def reference_entropies(model, batch):
+def reference_entropies(model, batch, temperature=TEMPERATURE):
     """Per-token entropy and log-prob of the completion tokens, from a plain forward (no TRL)."""
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     width = batch["completion_ids"].shape[1]
-    logits = model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1] / TEMPERATURE
+    logits = model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1] / temperature
     dist = torch.distributions.Categorical(logits=logits.float())
     return dist.entropy(), dist.log_prob(batch["completion_ids"])
 

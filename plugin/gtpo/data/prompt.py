@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -52,6 +53,17 @@ def render_chat(messages: list[dict[str, str]], tokenizer: Any) -> str:
             {"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}
         ]
         return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+
+
+def prefill_template(chat_template: str, prefill: str) -> str:
+    """`chat_template` whose generation prompt ends with `prefill` (e.g. ``"<reasoning>\\n"``).
+
+    The assistant turn then starts inside the reasoning block, as reasoning models' templates
+    open it with ``<think>``: the model continues from the tag instead of having to produce it.
+    Every chat template renders the generation prompt last, so the prefill is appended after it.
+    """
+    literal = json.dumps(prefill, ensure_ascii=False)  # a string literal Jinja reads back exactly
+    return chat_template + "{% if add_generation_prompt %}{{ " + literal + " }}{% endif %}"
 
 
 def build_prompt(

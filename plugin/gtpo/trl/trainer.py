@@ -48,7 +48,7 @@ from gtpo.objective import metric_sums, metrics_from_sums, token_advantages
 from gtpo.reward_client import RewardServerError
 from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor, prefixed, restore_h_ini
 from gtpo.trl.checks import check_trl_args
-from gtpo.trl.rewards import RewardServerReward
+from gtpo.trl.rewards import ChatRenderer, RewardServerReward
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +139,10 @@ class GTPOTrainer(GRPOTrainer):
                 "not pass image inputs."
             )
         self._server_rewards = [f for f in self.reward_funcs if isinstance(f, RewardServerReward)]
+        render = ChatRenderer(self._tokenizer, self.chat_template, self.chat_template_kwargs)
         for reward in self._server_rewards:
             reward.use_timeout(self.gtpo_config.reward_timeout)
+            reward.use_renderer(render)
             reward.defer_failures = True
 
     # -- H_ini (Eq. 6), kept in TrainerState ------------------------------------------------
