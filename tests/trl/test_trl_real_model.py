@@ -109,7 +109,8 @@ def generated_rows(run):
     rows = []
     for batch, raw, _ in run["generations"]:
         mask = batch["completion_mask"].bool()
-        prompt_ids = [ids[m.bool()] for ids, m in zip(batch["prompt_ids"], batch["prompt_mask"])]
+        prompts = zip(batch["prompt_ids"], batch["prompt_mask"], strict=True)
+        prompt_ids = [ids[m.bool()] for ids, m in prompts]
         for i in range(len(mask)):
             rows.append(
                 {
