@@ -227,7 +227,7 @@ def run_openrlhf(
     steps: int, rounds: int, entropy_form: str, hidden_size: int, work: Path
 ) -> dict[str, list[dict]]:
     """`rounds` fit() runs of each method, alternating, through the tests' harness."""
-    from fit_harness import G, base_argv, build_fixture, run_fit
+    from fit_harness import G, base_argv, build_fixture, run_fit, with_flags
 
     fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0,
                             shape=model_shape(hidden_size), vocab_size=OPENRLHF_VOCAB)  # fmt: skip
@@ -250,11 +250,7 @@ def run_openrlhf(
                 "--gtpo.h_ini_prompts": "2",
                 "--gtpo.entropy_form": entropy_form,
             }
-            for name, value in overrides.items():
-                if name in argv:
-                    argv[argv.index(name) + 1] = value
-                else:
-                    argv += [name, value]
+            argv = with_flags(argv, overrides)
             run = run_fit(argv, out, timeout=1200)
             if run.returncode != 0:
                 raise SystemExit(f"OpenRLHF {algo} run failed; log: {out / 'run.log'}")

@@ -116,6 +116,94 @@ def build_fixture(
     return Fixture(model_dir, prompts)
 
 
+def build_real_fixture(root: Path, model: Path, n_prompts: int) -> Fixture:
+    """The real instruct model (its chat template prefilling `<reasoning>`) and `n_prompts`
+    chat prompts with a system prompt (tests/real_model_task.py), for --data.apply_chat_template.
+    """
+    from real_model_task import conversations, prefilled_model
+
+    model_dir = prefilled_model(model, root / "smollm2-prefilled")
+    prompts = root / "prompts.jsonl"
+    with prompts.open("w") as fh:
+        for row in conversations(n_prompts):
+            fh.write(json.dumps(row) + "\n")
+    return Fixture(model_dir, prompts)
+
+
+def real_model_argv(fixture: Fixture, reward_url: str, out: Path) -> list[str]:
+    """`base_argv` for the real model: chat prompts rendered by its template, its temperature,
+    completions of up to 64 tokens, a learning rate for a pretrained model."""
+    from real_model_task import TEMPERATURE
+
+    overrides = {
+        "--data.max_len": "512",
+        "--rollout.max_new_tokens": "64",
+        "--rollout.temperature": str(TEMPERATURE),
+        "--actor.adam.lr": "1e-5",
+    }
+    argv = with_flags(base_argv(fixture, reward_url, out), overrides)
+    return [*argv, "--data.apply_chat_template"]
+
+
+def with_flags(argv: list[str], flags: dict[str, str]) -> list[str]:
+    """argv with each flag set to its value (replaced if present, appended otherwise)."""
+    argv = list(argv)
+    for name, value in flags.items():
+        if name in argv:
+            argv[argv.index(name) + 1] = value
+        else:
+            argv += [name, value]
+    return argv
+
+
+def completions_of(record: dict) -> dict[int, dict]:
+    """Row index in the rollout → its completion tokens, A_i and ⟨H⟩_i, from the raw fields of
+    one step's record (`FitRun.experiences`)."""
+    rows = {}
+    for mb, group_norm, entropy in zip(
+        record["micro_batches"], record["group_norm"], record["entropy"], strict=True
+    ):
+        mask = mb["action_mask"].bool()
+        tokens = mb["sequences"][:, 1:][:, -mask.shape[1] :]  # position t predicts t+1
+        for r, index in enumerate(mb["index"]):
+            positions = mask[r].nonzero().flatten().tolist()
+            rows[index] = {
+                "tokens": [int(tokens[r, p]) for p in positions],
+                "advantage": float(group_norm[r, positions[0]]),
+                "entropy": float(entropy[r]),
+            }
+    return rows
+
+
+def paper_terms(record: dict, group: int, h_ini: float) -> dict[int, tuple[list[float], float]]:
+    """(λ_{i,t} over the row's tokens, δ_i) of every row of one step, from Eq. 5-6 in the
+    paper's plain loops (tests/paper_reference.py), keyed like `completions_of`."""
+    from paper_reference import reference_delta, reference_weights
+
+    rows = completions_of(record)
+    terms: dict[int, tuple[list[float], float]] = {}
+    for first in range(0, len(rows), group):
+        members = [rows[i] for i in range(first, first + group)]
+        lam = reference_weights([c["tokens"] for c in members], [c["advantage"] for c in members])
+        for k, c in enumerate(members):
+            terms[first + k] = (lam[k], reference_delta(c["entropy"], h_ini))
+    return terms
+
+
+def check_factors(record: dict, terms: dict[int, tuple[list[float], float]]) -> None:
+    """The advantages GTPO left in each micro-batch are OpenRLHF's times λ·δ of `terms` on every
+    action token (and OpenRLHF's own values elsewhere, which nothing reads)."""
+    import torch
+
+    for mb, group_norm in zip(record["micro_batches"], record["group_norm"], strict=True):
+        mask = mb["action_mask"].bool()
+        factor = torch.ones_like(group_norm)
+        for r, index in enumerate(mb["index"]):
+            lam, delta = terms[index]
+            factor[r, mask[r]] = torch.tensor([w * delta for w in lam], dtype=factor.dtype)
+        torch.testing.assert_close(mb["advantages"], group_norm * factor, rtol=0, atol=1e-6)
+
+
 def base_argv(fixture: Fixture, reward_url: str, out: Path) -> list[str]:
     """A small GTPO run: 4 prompts × G = 4 per step, rollout micro-batches of 3 (they straddle
     prompt groups), one optimizer step per rollout (train batch = rollout), ZeRO-2, bf16."""

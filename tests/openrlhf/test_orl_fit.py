@@ -43,7 +43,18 @@ pytest.importorskip("tensorboard")
 
 import httpx  # noqa: E402
 import torch  # noqa: E402
-from fit_harness import TEMPERATURE, FitRun, G, base_argv, build_fixture, run_fit  # noqa: E402
+from fit_harness import (  # noqa: E402
+    TEMPERATURE,
+    FitRun,
+    G,
+    base_argv,
+    build_fixture,
+    check_factors,
+    completions_of,
+    paper_terms,
+    run_fit,
+    with_flags,
+)
 from paper_reference import reference_delta, reference_weights  # noqa: E402
 
 from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
@@ -53,11 +64,7 @@ STEPS = 3  # 12 prompts, 4 per step
 
 def flag(argv: list[str], name: str, value: str) -> list[str]:
     """argv with `name` set to `value` (replaced if present, appended otherwise)."""
-    argv = list(argv)
-    if name in argv:
-        argv[argv.index(name) + 1] = value
-        return argv
-    return [*argv, name, value]
+    return with_flags(argv, {name: value})
 
 
 @pytest.fixture(scope="module")
@@ -92,24 +99,6 @@ def scalars(run) -> dict[str, dict[int, float]]:
     return {tag: {e.step: e.value for e in events.Scalars(tag)} for tag in events.Tags()["scalars"]}
 
 
-def completions_of(record: dict) -> dict[int, dict]:
-    """Row index in the rollout → its completion tokens, A_i and ⟨H⟩_i, from the raw fields."""
-    rows = {}
-    for mb, group_norm, entropy in zip(
-        record["micro_batches"], record["group_norm"], record["entropy"], strict=True
-    ):
-        mask = mb["action_mask"].bool()
-        tokens = mb["sequences"][:, 1:][:, -mask.shape[1] :]  # position t predicts t+1
-        for r, index in enumerate(mb["index"]):
-            positions = mask[r].nonzero().flatten().tolist()
-            rows[index] = {
-                "tokens": [int(tokens[r, p]) for p in positions],
-                "advantage": float(group_norm[r, positions[0]]),
-                "entropy": float(entropy[r]),
-            }
-    return rows
-
-
 def test_gtpo_factor_on_every_action_token_is_the_papers(gtpo_run):
     """λ·δ from Eq. 5-6 in plain loops, on the real Experience fields of every step, is exactly
     the factor GTPO applied to OpenRLHF's group_norm advantages."""
@@ -122,24 +111,14 @@ def test_gtpo_factor_on_every_action_token_is_the_papers(gtpo_run):
     for record in records:
         rows = completions_of(record)
         assert sorted(rows) == list(range(len(rows))) and len(rows) == 4 * G
-        expected: dict[int, list[float]] = {}
-        for first in range(0, len(rows), G):
-            group = [rows[i] for i in range(first, first + G)]
-            lam = reference_weights([c["tokens"] for c in group], [c["advantage"] for c in group])
-            for k, c in enumerate(group):
-                delta = reference_delta(c["entropy"], h_ini)
-                deltas.append(delta)
-                expected[first + k] = [w * delta for w in lam[k]]
-                for w in lam[k]:
-                    seen[(w, math.copysign(1, c["advantage"]) if c["advantage"] else 0)] += 1
-        for mb, group_norm in zip(record["micro_batches"], record["group_norm"], strict=True):
-            mask = mb["action_mask"].bool()
-            factor = torch.zeros_like(group_norm)
-            for r, index in enumerate(mb["index"]):
-                factor[r, mask[r]] = torch.tensor(expected[index], dtype=factor.dtype)
-            # Off the action tokens GTPO leaves OpenRLHF's values alone (they are never used).
-            factor[~mask] = 1.0
-            torch.testing.assert_close(mb["advantages"], group_norm * factor, rtol=0, atol=1e-6)
+        terms = paper_terms(record, G, h_ini)
+        check_factors(record, terms)
+        for index, (lam, delta) in terms.items():
+            deltas.append(delta)
+            advantage = rows[index]["advantage"]
+            sign = math.copysign(1, advantage) if advantage else 0
+            for w in lam:
+                seen[(w, sign)] += 1
     # Both sides of Eq. 5 happened: protected tokens of right (λ = 2) and wrong (λ = 0)
     # completions, next to ordinary ones.
     assert seen[(2.0, 1.0)] > 0 and seen[(0.0, -1.0)] > 0 and seen[(1.0, 1.0)] > 0

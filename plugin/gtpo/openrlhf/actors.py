@@ -45,6 +45,7 @@ from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
 from gtpo.openrlhf.fused import FusedActorForward
+from gtpo.openrlhf.lora import PeftSync, is_peft
 from gtpo.openrlhf.resume import check_checkpoint_shared
 from gtpo.openrlhf.rewards import rollout_reward_client
 from gtpo.reward_client import RewardServerError
@@ -71,10 +72,9 @@ class GTPOPolicyModelActor(_ppo_actor.PolicyModelActor.__ray_actor_class__):
 
     def init_model_from_pretrained(self, strategy, pretrain, max_steps=None, vllm_engines=None):
         super().init_model_from_pretrained(strategy, pretrain, max_steps, vllm_engines)
-        if gtpo_config(strategy.args).is_gtpo and compat.ENTROPY_COEF.get(strategy.args):
-            # ActorPPOTrainer's constructor opens the vLLM weight-sync group and hits a barrier,
-            # so it cannot be built a second time; the subclass adds one method and no state.
-            self.trainer.__class__ = GTPOActorPPOTrainer
+        # ActorPPOTrainer's constructor opens the vLLM weight-sync group and hits a barrier, so it
+        # cannot be built a second time; the subclass adds methods and no state.
+        self.trainer.__class__ = GTPOActorPPOTrainer
 
     def forward_with_entropy(
         self,
@@ -128,7 +128,8 @@ def per_completion_entropy_scale(
 
 
 class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
-    """OpenRLHF's actor trainer with Eq. 7's per-completion entropy penalty.
+    """OpenRLHF's actor trainer with Eq. 7's per-completion entropy penalty, and a weight sync
+    that gives the rollout engines LoRA's merged weights.
 
     OpenRLHF computes `loss -= aggregate_loss(entropy) * entropy_coef` with entropy_coef = −γ
     and a global token mean; during the step the actor's forward takes its log-probs and
@@ -156,6 +157,15 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
         with FusedActorForward(self.actor, row_scale=scale):
             return super().training_step(experience, kl_ctl, step, loss_batch_info)
 
+    def broadcast_to_vllm(self):
+        """OpenRLHF's weight sync; with LoRA, of the merged weights under the base model's
+        names (`lora.py`), which is what the rollout engines hold."""
+        model = self.actor.model.module
+        if not is_peft(model):
+            return super().broadcast_to_vllm()
+        with PeftSync(model, gather=compat.ZERO_STAGE.get(self.args) == 3):
+            return super().broadcast_to_vllm()
+
 
 def rank_padded_samples(samples: list[Any], ranks: int) -> tuple[list[Any], int]:
     """`samples` followed by repeats of them, so that there are at least `ranks` (every rank
@@ -174,12 +184,17 @@ def balanced_micro_batches(micro_batches: list[Any], ranks: int) -> list[Any]:
     """`micro_batches` padded with repeats to a multiple of `ranks` micro-batches.
 
     `RayActorGroup.async_run_method_batch` gives rank r the micro-batches r·c … r·c+c−1 with
-    c = ceil(M / ranks); with M a multiple of `ranks` every rank gets exactly M / ranks.
+    c = ceil(M / ranks); with M a multiple of `ranks` every rank gets exactly M / ranks. The
+    repeats are copies with their own `info` (make_experience writes its results into each
+    micro-batch it is given), so the real micro-batches keep their own results.
     """
     if not micro_batches:
-        raise RuntimeError("no micro-batches to measure H_ini on")
+        raise RuntimeError("no micro-batches to run the policy's forward on")
     missing = -len(micro_batches) % ranks
-    return [*micro_batches, *(micro_batches[k % len(micro_batches)] for k in range(missing))]
+    repeats = [copy.copy(micro_batches[k % len(micro_batches)]) for k in range(missing)]
+    for repeat in repeats:
+        repeat.info = dict(repeat.info)
+    return [*micro_batches, *repeats]
 
 
 class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
@@ -211,14 +226,29 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
         return results
 
     def make_experience(self, samples_list):
+        """OpenRLHF's make_experience, with every data-parallel rank running the same number of
+        forwards, and the policy's completion entropies kept for δ.
+
+        OpenRLHF gives each rank a ceil-sized share of the rollout micro-batches, so 5 of them on
+        2 ranks are 3 and 2 forwards. Under ZeRO-3 every forward is a collective (the parameter
+        all-gather): the rank with 2 would wait for the other's third until the collective
+        timeout, in the policy's forward and the reference model's alike (OpenRLHF's own loop
+        hangs the same way). The micro-batches are padded with copies to a multiple of the ranks
+        (`balanced_micro_batches`, as H_ini's forward is) and the copies' results dropped; ranks
+        that would have idled run them instead, so a step takes no longer. With fewer
+        micro-batches than ranks (a short final rollout) the padding also avoids OpenRLHF's
+        ValueError.
+        """
+        real = len(samples_list)
+        padded = balanced_micro_batches(samples_list, compat.data_parallel_size(self.args))
         self._forward_entropy = None
-        experiences = super().make_experience(samples_list)
-        if self._forward_entropy is None or len(self._forward_entropy) != len(experiences):
+        experiences = super().make_experience(padded)[:real]
+        if self._forward_entropy is None or len(self._forward_entropy) != len(padded):
             raise RuntimeError(
                 "the policy actors did not return completion entropies; the actor group must be "
                 "built from gtpo.openrlhf.actors (start training with gtpo-openrlhf)"
             )
-        self._rollout_entropy, self._forward_entropy = self._forward_entropy, None
+        self._rollout_entropy, self._forward_entropy = self._forward_entropy[:real], None
         return experiences
 
     def completion_entropies(self, rollout_samples: list[Any]) -> torch.Tensor:
