@@ -192,6 +192,18 @@ def test_weighted_advantages_are_group_norm_times_core_weights(
         assert 0 < metrics["conflict_frac_pos"] <= 1 and real.any()
 
 
+def test_a_group_whose_rows_hold_two_prompts_is_refused(openrlhf_args):
+    """A release that reordered rollout rows would make λ compare completions of different
+    prompts; the weighting refuses instead of computing it silently wrong."""
+    maker = maker_for(openrlhf_args("--rollout.micro_batch_size", "3"))
+    samples, _, _, entropies = make_rollout(num_prompts=2, seed=1)
+    samples[G - 1], samples[G] = samples[G], samples[G - 1]  # one row of each group swapped
+    experiences = with_group_norm(maker, maker.split_rollout_samples(samples))
+    per_batch = [entropies[torch.tensor(list(e.index))] for e in experiences]
+    with pytest.raises(ValueError, match=r"rows 0\.\.3 .* hold 2 different prompts"):
+        weight_advantages(experiences, per_batch, G, 0.5, GTPOConfig())
+
+
 def test_rows_that_do_not_tile_the_rollout_are_refused(openrlhf_args):
     maker = maker_for(openrlhf_args("--rollout.micro_batch_size", "3"))
     samples, _, _, entropies = make_rollout(num_prompts=2, seed=1)

@@ -159,3 +159,76 @@ def test_tensor_layout_matches_openrlhf_actor():
     torch.testing.assert_close(rebuilt.squeeze(-1)[mask], log_probs[mask], rtol=1e-5, atol=1e-5)
     advantages = torch.arange(18.0).view(3, 6)
     assert compat.first_action_value(advantages, mask).tolist() == [4.0, 8.0, 12.0]
+
+
+# --- the behaviour probe: OpenRLHF's own code on a toy rollout, at start-up ----------------
+
+
+@pytest.mark.parametrize("estimator", ["group_norm", "dr_grpo"])
+def test_the_installed_release_behaves_as_the_adapter_assumes(openrlhf_args, estimator):
+    args = openrlhf_args("--algo.advantage.estimator", estimator)  # the launcher ran the probe
+    compat.check_behaviour(args)  # and again, explicitly: no problem found
+    assert compat._probe(args) == []
+
+
+def _whitened(original):
+    """A release that also whitens group_norm advantages over the batch (as 0.11.2 does for
+    reinforce_baseline): the names stay, the numbers GTPO reads change."""
+
+    def compute(self, experiences):
+        out = original(self, experiences)
+        values = torch.cat([e.advantages[e.action_mask.bool()] for e in out])
+        for e in out:
+            e.advantages = (e.advantages - values.mean()) / values.std()
+        return out
+
+    return compute
+
+
+def _reordered(original):
+    """A release that numbers rollout rows differently (a prompt's samples no longer adjacent)."""
+
+    def split(self, samples):
+        out = original(self, samples)
+        for e in out:
+            e.index = [(i * 3) % len(samples) for i in e.index]
+        return out
+
+    return split
+
+
+def _shifted(original):
+    """A release whose action mask starts one token early (the prompt's last token counted)."""
+
+    def split(self, samples):
+        out = original(self, samples)
+        for e in out:
+            e.action_mask = torch.roll(e.action_mask, -1, dims=1)
+        return out
+
+    return split
+
+
+@pytest.mark.parametrize(
+    ("method", "change", "named"),
+    [
+        ("compute_advantages_and_returns", _whitened, "advantages are"),
+        ("split_rollout_samples", _reordered, "numbered the rows"),
+        ("split_rollout_samples", _shifted, "action tokens are not its response"),
+    ],
+)
+def test_a_release_that_changed_behaviour_is_refused_at_start_up(
+    openrlhf_args, run_orl, base_argv, monkeypatch, caplog, method, change, named
+):
+    from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+
+    args = openrlhf_args()
+    monkeypatch.setattr(
+        RemoteExperienceMaker, method, change(getattr(RemoteExperienceMaker, method))
+    )
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=named):
+        compat.check_behaviour(args)
+    with pytest.raises(SystemExit) as exit_info:  # the launcher stops before anything runs
+        run_orl(base_argv)
+    assert exit_info.value.code == 2
+    assert "does not behave as GTPO's adapter assumes" in caplog.text

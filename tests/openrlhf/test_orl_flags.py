@@ -301,9 +301,25 @@ def test_an_uneven_split_is_left_to_dynamic_batching(openrlhf_args):
         "--actor.num_gpus_per_node", "2", "--rollout.micro_batch_size", "3",
         "--train.micro_batch_size", "8", "--train.dynamic_batch_enable",
     )  # fmt: skip
-    assert flags._uneven_training_split(args) is None
+    assert flags._training_split(args) is None
     compat.DYNAMIC_BATCH.set(args, False)
-    assert "would train on 2 and 1 micro-batches of 8" in flags._uneven_training_split(args)
+    assert "would train on 2 and 1 micro-batches of 8" in flags._training_split(args)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "micro", "rows"),
+    [("1", "64", "as 32 rows"), ("2", "24", "each of the 2 data-parallel ranks as 16 and 16 rows")],
+)
+def test_a_step_that_would_train_on_nothing_is_refused(run_orl, base_argv, caplog, gpus, micro,
+                                                        rows):  # fmt: skip
+    """Every rank's share is smaller than one training micro-batch: OpenRLHF's drop_last would
+    leave nothing to train on, and the run would end with unchanged weights and exit 0."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_orl([*base_argv, "--actor.num_gpus_per_node", gpus, "--train.micro_batch_size", micro])
+    assert exit_info.value.code == 2
+    err = caplog.text
+    assert rows in err and "no step would train on anything" in err
+    assert "Lower --train.micro_batch_size to at most" in err
 
 
 def test_samples_that_drop_last_leaves_out_are_warned_about(openrlhf_args, caplog):

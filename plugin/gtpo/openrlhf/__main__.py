@@ -62,6 +62,7 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
             raise GTPOConfigError(f"OpenRLHF already defines {sorted(clash)}; rename the flags")
         nested = original_hierarchize(argparse.Namespace(**vars(args), **vars(gtpo_flags)))
         configure(nested, given_flags(openrlhf_argv))
+        compat.check_behaviour(nested)
         return nested
 
     # Checked with the other settings inside hierarchize; read unchecked here.
@@ -103,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         with installed(gtpo_flags, openrlhf_argv):
             runpy.run_module(TARGET, run_name="__main__", alter_sys=False)
-    except GTPOConfigError as exc:
+    except (GTPOConfigError, OpenRLHFIncompatibleError) as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
     except (RewardServerError, CheckpointNotShared) as exc:

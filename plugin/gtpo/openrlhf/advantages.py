@@ -49,6 +49,31 @@ def _global_order(experiences: Sequence[Any], group_size: int) -> list[torch.Ten
     return rows
 
 
+def _check_groups(experiences: Sequence[Any], rows: list[torch.Tensor], group_size: int) -> None:
+    """Rows k·G … k·G+G−1 of the rollout share one prompt: what OpenRLHF's group advantages and
+    λ's comparison of a prompt's completions assume (OpenRLHF generates a prompt's G samples
+    together and numbers them consecutively). A later release that reorders rows would make λ
+    compare completions of different prompts silently; this makes it an error instead.
+    Experiences without prompts (built by hand) are not checked."""
+    n = sum(r.numel() for r in rows)
+    prompts: list[Any] = [None] * n
+    for e, row in zip(experiences, rows, strict=True):
+        if len(e.prompts or ()) != row.numel():
+            return
+        for i, prompt in zip(row.tolist(), e.prompts, strict=True):
+            prompts[i] = prompt
+    for first in range(0, n, group_size):
+        distinct = len(set(prompts[first : first + group_size]))
+        if distinct != 1:
+            raise ValueError(
+                f"rollout rows {first}..{first + group_size - 1} (one group of "
+                f"{compat.GROUP_SIZE.flag} = {group_size}) hold {distinct} different prompts: "
+                "GTPO's conflict tokens compare the completions of one prompt, and OpenRLHF "
+                f"{compat.CHECKED} numbers a prompt's samples consecutively. The installed "
+                "OpenRLHF orders rollout rows differently; it is not supported."
+            )
+
+
 def _chunk_rows(lengths: torch.Tensor, group_size: int) -> list[tuple[int, int]]:
     """[start, stop) row ranges of whole groups whose rows × longest completion stay within
     CHUNK_TOKENS (at least one group each)."""
@@ -97,6 +122,7 @@ def weight_advantages(
             "policy actor's forward must return one per micro-batch"
         )
     rows = _global_order(experiences, group_size)
+    _check_groups(experiences, rows, group_size)
     n = sum(r.numel() for r in rows)
     tokens = [compat.completion_ids(e) for e in experiences]  # views, no copy
 

@@ -110,6 +110,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "PolicyModelActor.__ray_actor_class__.forward",
         "PolicyModelActor.__ray_actor_class__.get_checkpoint_states",
         "ActorPPOTrainer.training_step",
+        "ActorPPOTrainer.broadcast_to_vllm",
         "merge_mm_train_inputs",
     ),
     "openrlhf.utils.loss_utils": ("get_loss_batch_info",),
@@ -201,6 +202,8 @@ CKPT_PATH = Arg("ckpt.path")
 ACTOR_NODES = Arg("actor.num_nodes")
 ACTOR_GPUS_PER_NODE = Arg("actor.num_gpus_per_node")
 RING_ATTN_SIZE = Arg("ds.ring_attn_size")
+ZERO_STAGE = Arg("ds.zero_stage")
+LORA_RANK = Arg("ds.lora.rank")
 TENSOR_PARALLEL_SIZE = Arg("ds.tensor_parallel_size")
 VLLM_SLEEP = Arg("vllm.enable_sleep")
 
@@ -346,3 +349,88 @@ def check_openrlhf() -> str:
             f"Install openrlhf=={CHECKED}, the version it was checked against."
         )
     return version
+
+
+# --- the behaviour probe --------------------------------------------------------------------
+
+# The wheel the adapter was checked against (PyPI, openrlhf-0.11.2-cp311-cp311-manylinux1_x86_64).
+CHECKED_WHEEL_SHA256 = "c969d70db03a70724c3d8a5a01186c6e0728bce624fb3dff95e39b5396acefa6"
+
+
+def check_behaviour(args: Any) -> None:
+    """Raise OpenRLHFIncompatibleError unless the installed OpenRLHF still does what the adapter
+    assumes, run on a toy rollout of two prompts × 2 samples through OpenRLHF's own code
+    (`SamplesGenerator._process_response_into_experience`, `split_rollout_samples`,
+    `compute_advantages_and_returns`) with this run's settings. The name check above cannot see
+    a release that keeps the names and changes what they do; this does, at start-up:
+
+    - a prompt's samples are rollout rows k·G … k·G+G−1 (`index`), in order;
+    - the advantage of a row is one number on all its action tokens, (R_i − mean)/std of its
+      group for group_norm and R_i − mean for dr_grpo (what `first_action_value` reads);
+    - the action mask marks the generated tokens, aligned as `completion_ids` reads them.
+    """
+    problems = _probe(args)
+    if problems:
+        raise OpenRLHFIncompatibleError(
+            "the installed OpenRLHF does not behave as GTPO's adapter assumes ("
+            + "; ".join(problems)
+            + f"). Install openrlhf=={CHECKED}, the version it was checked against."
+        )
+
+
+def _probe(args: Any) -> list[str]:
+    import copy
+    from types import SimpleNamespace
+
+    from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+    from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
+    from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+
+    group = 2
+    probe = copy.deepcopy(args)
+    GROUP_SIZE.set(probe, group)
+    ROLLOUT_MICRO_BATCH_SIZE.set(probe, 3)  # micro-batches straddle the two groups
+    DYNAMIC_BATCH.set(probe, False)
+    # Length penalties shape rewards before the group statistics; the probe checks the latter.
+    probe.reward.overlong_buffer_len = None
+    probe.reward.stop_properly_penalty_coef = None
+    prompt = [5, 6, 7]
+    responses = [[11, 12, 13], [21, 22], [31], [41, 42, 43, 44]]
+    rewards = [3.0, 1.0, 2.0, 0.0]
+    samples = []
+    for i, (body, reward) in enumerate(zip(responses, rewards, strict=True)):
+        response = {
+            "observation_tokens": prompt + body, "action_ranges": [(3, 3 + len(body))],
+            "reward": reward, "scores": reward, "rollout_log_probs": None,
+            "prompt": f"prompt {i // group}", "label": "", "truncated": False, "extra_logs": {},
+        }  # fmt: skip
+        samples.append(SamplesGenerator._process_response_into_experience(None, response))
+    maker = RemoteExperienceMaker(
+        None, None, None, None, FixedKLController(0.0), SimpleNamespace(args=probe),
+        SimpleNamespace(pad_token_id=0),
+    )  # fmt: skip
+    experiences = maker.split_rollout_samples(samples)
+    for e in experiences:
+        e.kl = torch.zeros_like(e.action_mask, dtype=torch.float32)  # no reference model
+    experiences = maker.compute_advantages_and_returns(experiences)
+    problems: list[str] = []
+    order = [i for e in experiences for i in e.index]
+    if order != list(range(len(responses))):
+        problems.append(f"split_rollout_samples numbered the rows {order}, not 0..3 in order")
+    grouped = torch.tensor(rewards).reshape(-1, group)
+    centred = grouped - grouped.mean(-1, keepdim=True)
+    if ADVANTAGE_ESTIMATOR.get(probe) == GROUP_NORM:
+        centred = centred / (grouped.std(-1, keepdim=True) + 1e-9)
+    expected = centred.reshape(-1)
+    for e in experiences:
+        ids, mask = completion_ids(e)
+        for r, i in enumerate(e.index):
+            if ids[r][mask[r]].tolist() != responses[i]:
+                problems.append(f"row {i}'s action tokens are not its response")
+            values = e.advantages[r][mask[r]].float()
+            if not torch.allclose(values, expected[i].expand_as(values), atol=1e-5):
+                problems.append(
+                    f"row {i}'s advantages are {values.tolist()}, not {float(expected[i]):.4f} on "
+                    f"each action token ({ADVANTAGE_ESTIMATOR.get(probe)})"
+                )
+    return problems

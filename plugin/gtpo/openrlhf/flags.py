@@ -140,30 +140,43 @@ def _refusals(args: Any) -> list[str]:
             f"one policy iteration per batch (ratio = 1). Drop {compat.ASYNC.flag} (and "
             f"{compat.PARTIAL_ROLLOUT.flag})."
         )
-    uneven = _uneven_training_split(args)
-    if uneven:
-        problems.append(uneven)
+    split = _training_split(args)
+    if split:
+        problems.append(split)
     return problems
 
 
-def _uneven_training_split(args: Any) -> str | None:
-    """A refusal when data-parallel ranks would train on different numbers of micro-batches.
+def _training_split(args: Any) -> str | None:
+    """A refusal when a step would train on nothing, or when data-parallel ranks would train on
+    different numbers of micro-batches.
 
-    Each training micro-batch is a collective on every rank (the gradient reduction, the
-    metrics' all-reduce), so a rank with fewer waits for the others in a collective they never
-    join: a hang until the NCCL timeout, on the first step, with GRPO as with GTPO. OpenRLHF
-    0.11.2 checks only that there are at least as many rollout micro-batches as ranks. With
-    --train.dynamic_batch_enable OpenRLHF balances the micro-batches itself.
+    Each rank's `ppo_train` reads its rows in micro-batches of --train.micro_batch_size with
+    `drop_last`: a share smaller than one micro-batch trains nothing (a run that ends, exit 0,
+    with unchanged weights). Each training micro-batch is a collective on every rank (the
+    gradient reduction, the metrics' all-reduce), so a rank with fewer waits for the others in a
+    collective they never join: a hang until the NCCL timeout, on the first step, with GRPO as
+    with GTPO. OpenRLHF 0.11.2 checks only that there are at least as many rollout micro-batches
+    as ranks. With --train.dynamic_batch_enable OpenRLHF balances the micro-batches itself.
     """
-    if compat.DYNAMIC_BATCH.get(args) or compat.data_parallel_size(args) == 1:
+    if compat.DYNAMIC_BATCH.get(args):
         return None
     rows = compat.training_rows_per_rank(args)
     micro = compat.TRAIN_MICRO_BATCH_SIZE.get(args)
     steps = [r // micro for r in rows]
-    if len(set(steps)) == 1:
-        return None
     samples = compat.ROLLOUT_BATCH_SIZE.get(args) * compat.GROUP_SIZE.get(args)
     ranks = len(rows)
+    if not any(steps):
+        return (
+            f"the {samples} samples of a step ({compat.ROLLOUT_BATCH_SIZE.flag} × "
+            f"{compat.GROUP_SIZE.flag}) reach {'each of the ' if ranks > 1 else 'the '}"
+            f"{ranks} data-parallel rank{'s' if ranks > 1 else ''} as {_counts(rows)} rows, "
+            f"fewer than one training micro-batch of {micro} "
+            f"({compat.TRAIN_MICRO_BATCH_SIZE.flag}): OpenRLHF drops the remainder, so no step "
+            f"would train on anything. Lower {compat.TRAIN_MICRO_BATCH_SIZE.flag} to at most "
+            f"{min(rows)}, or raise {compat.ROLLOUT_BATCH_SIZE.flag}."
+        )
+    if len(set(steps)) == 1:
+        return None
     return (
         f"the {samples} samples of a step ({compat.ROLLOUT_BATCH_SIZE.flag} × "
         f"{compat.GROUP_SIZE.flag}) in micro-batches of {compat.ROLLOUT_MICRO_BATCH_SIZE.get(args)}"
@@ -179,6 +192,8 @@ def _uneven_training_split(args: Any) -> str | None:
 
 def _counts(values: Sequence[int]) -> str:
     """`[8, 8, 6]` → "8, 8 and 6"; a long list keeps its distinct values: "7 (×14), 2 and 0"."""
+    if len(values) == 1:
+        return str(values[0])
     if len(values) <= 4:
         return ", ".join(map(str, values[:-1])) + f" and {values[-1]}"
     distinct = sorted(set(values), reverse=True)

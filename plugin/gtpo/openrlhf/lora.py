@@ -1,0 +1,96 @@
+"""LoRA (`--ds.lora.rank > 0`): the rollout engines get the merged weights, under their own names.
+
+OpenRLHF 0.11.2 sends the policy's parameters to vLLM as `model.named_parameters()` gives them.
+With LoRA that is the PEFT model: `base_model.model.…q_proj.base_layer.weight` and the adapters'
+`lora_A` / `lora_B`, names vLLM's model does not have (its weight loading fails at the first
+sync, after H_ini's generations were paid for; OpenRLHF issues #1081, #546). `rollout_parameters`
+is what the sync should send instead: each base weight with its adapters' update added
+(W + B·A·α/r, peft's own `get_delta_weight`), under the base model's name, and no adapter
+tensors. The trained model is not modified (no merge and unmerge of the live weights, whose
+bf16 round trip would drift).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+# How PEFT renames a wrapped model's parameters.
+PEFT_PREFIX = "base_model.model."
+BASE_LAYER = ".base_layer"
+ADAPTER_MARKERS = ("lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B", "lora_magnitude")
+
+
+def is_peft(model: Any) -> bool:
+    return hasattr(model, "peft_config") and hasattr(model, "base_model")
+
+
+def base_name(peft_name: str) -> str:
+    """`base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight` →
+    `model.layers.0.self_attn.q_proj.weight`: the name the rollout engine's model has."""
+    return peft_name.removeprefix(PEFT_PREFIX).replace(BASE_LAYER + ".", ".")
+
+
+def rollout_parameters(model: Any, gather: bool) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) of every weight the rollout engine holds, LoRA merged in, in the PEFT
+    model's parameter order.
+
+    `gather` (ZeRO-3): the base weight and its adapters are gathered together for the merge; the
+    merged copy is a plain full tensor (given `ds_shape`, which OpenRLHF's sync reads under
+    ZeRO-3), so the sync's own gather is a no-op on it. Every rank must iterate this together:
+    the gathers are collectives.
+    """
+    import deepspeed
+
+    # The class's method: inside PeftSync the instance's own is this generator.
+    for name, param in type(model).named_parameters(model):
+        if any(marker in name for marker in ADAPTER_MARKERS):
+            continue
+        layer = _lora_layer(model, name)
+        if layer is None:
+            yield base_name(name), param
+            continue
+        adapters = [a for a in layer.active_adapters if a in layer.lora_A]
+        parts = [param] + [p for a in adapters for p in _adapter_parameters(layer, a)]
+        with deepspeed.zero.GatheredParameters(parts, enabled=gather):
+            merged = param.data.float().clone()
+            if not getattr(layer, "merged", False):
+                for adapter in adapters:
+                    merged += layer.get_delta_weight(adapter).float()
+            merged = merged.to(param.dtype)
+        merged.ds_shape = merged.shape
+        # Marked trainable: OpenRLHF's VLM sync sends only those, and the adapters moved it.
+        merged.requires_grad_(True)
+        yield base_name(name), merged
+
+
+def _lora_layer(model: Any, name: str) -> Any:
+    """The LoRA layer whose base layer holds parameter `name`, or None."""
+    if BASE_LAYER + "." not in name or not name.endswith(".weight"):
+        return None
+    layer = model.get_submodule(name.rsplit(BASE_LAYER + ".", 1)[0])
+    return layer if hasattr(layer, "get_delta_weight") else None
+
+
+def _adapter_parameters(layer: Any, adapter: str) -> list[torch.Tensor]:
+    if adapter in getattr(layer, "lora_embedding_A", {}):
+        return [layer.lora_embedding_A[adapter], layer.lora_embedding_B[adapter]]
+    return [layer.lora_A[adapter].weight, layer.lora_B[adapter].weight]
+
+
+class PeftSync:
+    """Inside the block, the PEFT model's `named_parameters` yields `rollout_parameters`: what
+    OpenRLHF's `broadcast_to_vllm` iterates, unchanged otherwise."""
+
+    def __init__(self, model: Any, gather: bool) -> None:
+        self.model, self.gather = model, gather
+
+    def __enter__(self) -> None:
+        model, gather = self.model, self.gather
+        # An instance attribute shadows the class method for this one model, for the block only.
+        model.__dict__["named_parameters"] = lambda *_, **__: rollout_parameters(model, gather)
+
+    def __exit__(self, *exc: object) -> None:
+        self.model.__dict__.pop("named_parameters", None)
