@@ -263,11 +263,33 @@ class FitRun:
         return [torch.load(f, weights_only=False) for f in files]
 
     def generated_prompts(self) -> list[list[str]]:
-        """The prompts of each generation call, in call order (H_ini's first, then each step)."""
-        files = sorted(
-            self.capture.glob("generated_*.json"), key=lambda p: int(p.stem.split("_")[-1])
-        )
+        """The prompts of each generation call, in call order (H_ini's first, then each step),
+        in a run where one process generates (the synchronous trainer)."""
+        (calls,) = self.generated_prompts_by_process().values()
+        return calls
+
+    def generated_prompts_by_process(self) -> dict[int, list[list[str]]]:
+        """Process id → the prompts of each of its generation calls, in call order."""
+        calls: dict[int, list[tuple[int, list[str]]]] = {}
+        for f in self.capture.glob("generated_*.json"):
+            _, pid, n = f.stem.split("_")
+            calls.setdefault(int(pid), []).append((int(n), json.loads(f.read_text())))
+        return {pid: [prompts for _, prompts in sorted(c)] for pid, c in calls.items()}
+
+    def train_micro_batches(self) -> list[list[int]]:
+        """The training micro-batches of each step, one list per policy rank."""
+        files = sorted(self.capture.glob("train_micro_batches_*.json"))
         return [json.loads(f.read_text()) for f in files]
+
+    def engine_versions(self) -> dict[tuple[int, ...], list[int]]:
+        """Prompt + completion ids → the weight syncs the engine had done when it generated
+        them (one entry per generation of that text)."""
+        versions: dict[tuple[int, ...], list[int]] = {}
+        for path in self.capture.glob("generations_*.jsonl"):
+            for line in path.read_text().splitlines():
+                row = json.loads(line)
+                versions.setdefault(tuple(row["ids"]), []).append(row["syncs"])
+        return versions
 
     def rollout_weights(self) -> list[dict]:
         """The rollout engine's weights after each completed sync, in order."""

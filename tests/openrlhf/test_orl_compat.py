@@ -80,26 +80,30 @@ def _resolve(module_name: str, dotted: str):
 def test_every_openrlhf_method_the_adapter_overrides_is_declared_in_compat():
     """compat.REQUIRED is the list a new release is checked against: an override missing from
     it would let a renamed OpenRLHF method switch GTPO off without an error."""
-    from gtpo.openrlhf import actors
+    from gtpo.openrlhf import actors, async_training
 
     declared = [_resolve(m, a) for m, attrs in compat.REQUIRED.items() for a in attrs]
-    subclasses = (
-        actors.GTPOPolicyModelActor,
-        actors.GTPOActorPPOTrainer,
-        actors.GTPOExperienceMaker,
-        actors.GTPOPPOTrainer,
-        actors.RetryingRewardExecutor,
-        actors.GTPORolloutActor,
-    )
+    # (GTPO's class, the OpenRLHF classes it extends): the controller mixin extends both trainers.
+    subclasses = [
+        (cls, [next(b for b in cls.__mro__ if b.__module__.startswith("openrlhf"))])
+        for cls in (
+            actors.GTPOPolicyModelActor, actors.GTPOActorPPOTrainer, actors.GTPOExperienceMaker,
+            actors.GTPOPPOTrainer, actors.RetryingRewardExecutor, actors.GTPORolloutActor,
+            async_training.GTPOTrainingActor, async_training.GTPOGenerateSamplesActor,
+            async_training.GTPOPPOTrainerAsync,
+        )
+    ]  # fmt: skip
+    trainers = [actors.GTPOPPOTrainer.__mro__[2], async_training.GTPOTrainingActor.__mro__[2]]
+    subclasses.append((actors.GTPOController, trainers))
     overrides = []
-    for cls in subclasses:
-        base = cls.__mro__[1]
+    for cls, bases in subclasses:
         for name, value in vars(cls).items():
             # Constructors are called with the arguments OpenRLHF passes; the others must exist.
-            if callable(value) and name != "__init__" and hasattr(base, name):
-                overrides.append(f"{cls.__name__}.{name}")
-                assert any(getattr(base, name) is d for d in declared), f"{cls.__name__}.{name}"
-    assert len(overrides) >= 10  # the check saw the overrides
+            for base in bases:
+                if callable(value) and name != "__init__" and hasattr(base, name):
+                    overrides.append(f"{cls.__name__}.{name}")
+                    assert any(getattr(base, name) is d for d in declared), f"{cls.__name__}.{name}"
+    assert len(overrides) >= 16  # the check saw the overrides
 
 
 def test_a_setting_train_ppo_ray_no_longer_has_is_named(monkeypatch):

@@ -173,7 +173,18 @@ REFUSED = {
     "kl_coef": (["--algo.kl.init_coef", "0.01"], "Pass --algo.kl.init_coef 0"),
     "kl_default": (None, "OpenRLHF's default is 0.01"),
     "kl_loss": (["--algo.kl.use_loss"], "Drop --algo.kl.use_loss"),
-    "async": (["--train.async_enable"], "Drop --train.async_enable"),
+    "async_partial_rollout": (
+        ["--train.async_enable", "--train.partial_rollout_enable"],
+        "one completion's tokens come from two policies",
+    ),
+    "async_queue_of_two": (
+        ["--train.async_enable", "--train.async_queue_size", "2"],
+        "pass --train.async_queue_size 1",
+    ),
+    "async_over_sampling": (
+        ["--train.async_enable", "--rollout.vllm_generate_batch_size", "16"],
+        "Leave --rollout.vllm_generate_batch_size unset",
+    ),
     "entropy_coef": (["--actor.entropy_coef", "0.01"], "Remove --actor.entropy_coef"),
     "negative_gamma": (["--gtpo.gamma", "-0.1"], "must be a finite number >= 0"),
     "bad_h_ini": (["--gtpo.h_ini", "nan"], "leave the flag out to measure it"),
@@ -217,11 +228,12 @@ def test_forbidden_settings_are_refused_with_what_to_change(run_orl, base_argv, 
 
 
 def test_every_refusal_is_reported_at_once(run_orl, base_argv, caplog):
-    argv = [*base_argv, "--algo.advantage.estimator", "rloo", "--train.async_enable"]
+    argv = [*base_argv, "--algo.advantage.estimator", "rloo", "--train.async_enable",
+            "--train.async_queue_size", "3"]  # fmt: skip
     with caplog.at_level(logging.ERROR, logger="gtpo"), pytest.raises(SystemExit):
         run_orl(argv)
     text = caplog.text
-    assert "group_norm or dr_grpo" in text and "--train.async_enable" in text
+    assert "group_norm or dr_grpo" in text and "--train.async_queue_size is 3" in text
 
 
 def test_dr_grpo_is_accepted_and_only_unclips_the_centred_rewards(openrlhf_args):
@@ -270,9 +282,16 @@ def test_grpo_baseline_allows_kl_and_keeps_openrlhf_entropy_coef(openrlhf_args):
     assert args.actor.entropy_coef is None  # γ = 0: the baseline has no entropy term
 
 
-def test_grpo_baseline_still_refuses_async(run_orl, base_argv):
+@pytest.mark.parametrize("algo", ["gtpo", "grpo"])
+def test_async_with_a_queue_of_one_is_accepted(openrlhf_args, algo):
+    args = openrlhf_args("--gtpo.algo", algo, "--train.async_enable")
+    assert args.train.async_enable and args.train.async_queue_size == 1
+
+
+def test_grpo_baseline_refuses_partial_rollouts_too(run_orl, base_argv):
     with pytest.raises(SystemExit):
-        run_orl([*base_argv, "--gtpo.algo", "grpo", "--train.async_enable"])
+        run_orl([*base_argv, "--gtpo.algo", "grpo", "--train.async_enable",
+                 "--train.partial_rollout_enable"])  # fmt: skip
 
 
 def test_unknown_gtpo_flag_is_an_error(run_orl, base_argv, capsys):

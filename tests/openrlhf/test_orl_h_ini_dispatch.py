@@ -48,7 +48,8 @@ class Rank:
         for i in range(end - start):
             self.forwards.append({key: values[i] for key, values in chunk.items()})
             sequences = chunk["sequences"][i]
-            out.append(actors.ActorForward(sequences.float(), sequences[:, 0].float()))
+            # Log-probs shaped like the action mask ([B, T−1]), as PolicyModelActor.forward's.
+            out.append(actors.ActorForward(sequences[:, 1:].float(), sequences[:, 0].float()))
         return out
 
 
@@ -175,3 +176,60 @@ def test_the_launchers_training_split_is_openrlhfs(prompts, group, micro_batch, 
     group_of_ranks = experience_maker.actor_model_group
     group_of_ranks.async_run_method_batch(method_name="append", experience=micro_batches)
     assert compat.training_rows_per_rank(args) == [h.appended_rows for h in handlers]
+
+
+def rewarded(experiences: list[Experience]) -> list[Experience]:
+    """Rollout samples as the rollout actors return them: rewarded already (no reward model)."""
+    for e in experiences:
+        e.rewards = torch.ones(e.sequences.size(0))
+    return experiences
+
+
+@pytest.mark.parametrize(("prompts", "group", "micro_batch", "ranks"), TRAINABLE)
+def test_every_rank_runs_the_same_number_of_experience_forwards(prompts, group, micro_batch, ranks):
+    """make_experience's forwards (policy, and the reference model's with KL) are collectives
+    under ZeRO-3: each rank must run as many as the others whatever the counts. The padding's
+    results are dropped: one experience and one ⟨H⟩ per real micro-batch, in order."""
+    args = args_for(micro_batch, ranks, prompts=prompts, group=group)
+    args.algo = SimpleNamespace(kl=SimpleNamespace(use_loss=False))
+    experience_maker, handlers = maker(args)
+    experience_maker.reward_model_group = experience_maker.critic_model_group = None
+    experience_maker.initial_model_group = None
+    micro_batches = experience_maker.split_rollout_samples(rewarded(samples(prompts * group)))
+    experiences = experience_maker.make_experience(micro_batches)
+    counts = [len(h.forwards) for h in handlers]
+    assert min(counts) == max(counts) >= 1, counts
+    assert experiences == micro_batches
+    first_tokens = [e.sequences[:, 0].float() for e in experiences]
+    for entropy, expected in zip(experience_maker._rollout_entropy, first_tokens, strict=True):
+        assert torch.equal(entropy, expected)
+
+
+@pytest.mark.parametrize(("prompts", "group", "micro_batch", "ranks"), TRAINABLE)
+@pytest.mark.parametrize(("train_micro", "accumulation"), [(1, 1), (3, 1), (8, 1), (2, 2)])
+def test_a_rollout_is_cut_to_what_every_rank_trains_on_alike(
+    prompts, group, micro_batch, ranks, train_micro, accumulation
+):
+    """`compat.trainable_samples` against OpenRLHF's own split of the kept samples into the
+    ranks' replay buffers: every rank trains the same number of micro-batches on them, a
+    positive multiple of the accumulation steps, and keeping one more prompt group would break
+    that (or nothing is kept when no prefix works)."""
+    args = args_for(micro_batch, ranks, prompts=prompts, group=group)
+    args.train.micro_batch_size = train_micro
+    args.train.batch_size = train_micro * ranks * accumulation
+    assert compat.accumulation_steps(args) == accumulation
+
+    def alike(n: int) -> bool:
+        experience_maker, handlers = maker(args)
+        micro_batches = experience_maker.split_rollout_samples(samples(n))
+        if len(micro_batches) < ranks:
+            return False  # OpenRLHF's dispatch refuses fewer micro-batches than ranks
+        group_of_ranks = experience_maker.actor_model_group
+        group_of_ranks.async_run_method_batch(method_name="append", experience=micro_batches)
+        steps = {h.appended_rows // train_micro for h in handlers}
+        return len(steps) == 1 and steps.pop() in range(accumulation, 10**6, accumulation)
+
+    total = prompts * group
+    kept = compat.trainable_samples(args, total)
+    assert kept % group == 0 and 0 <= kept <= total
+    assert kept == max((n for n in range(group, total + 1, group) if alike(n)), default=0)

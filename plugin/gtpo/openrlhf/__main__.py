@@ -4,10 +4,11 @@
 
 OpenRLHF builds its parser inline under `if __name__ == "__main__"` and parses strictly, so the
 launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3)
-rebinds four names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
-and check the GTPO flags), `PPOTrainer`, `PolicyModelActor` and `RolloutRayActor` (to the Ray
-actor subclasses of `gtpo.openrlhf.actors`) — and (4) runs `openrlhf.cli.train_ppo_ray` as
-`__main__`. No OpenRLHF file is modified; the rebinding is undone when training returns.
+rebinds five names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
+and check the GTPO flags), `PPOTrainer`, `PPOTrainerAsync`, `PolicyModelActor` and
+`RolloutRayActor` (to the Ray actor subclasses of `gtpo.openrlhf.actors` and
+`gtpo.openrlhf.async_training`) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No
+OpenRLHF file is modified; the rebinding is undone when training returns.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from gtpo.openrlhf.flags import (
 )
 from gtpo.openrlhf.resume import CheckpointNotShared
 from gtpo.openrlhf.rewards import root_message
+from gtpo.openrlhf.rollouts import NothingTrainedError
 from gtpo.reward_client import RewardServerError
 
 logger = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
     rollout actor is handed --gtpo.reward_timeout (create_vllm_engines builds its arguments).
     The names replaced are `compat.REBOUND`.
     """
-    from gtpo.openrlhf import actors
+    from gtpo.openrlhf import actors, async_training
 
     modules = {name: importlib.import_module(module) for module, name in compat.REBOUND}
     original_hierarchize = modules["hierarchize"].hierarchize
@@ -70,8 +72,11 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
     replacements = {
         "hierarchize": hierarchize,
         "PPOTrainer": actors.GTPOPPOTrainerActor,
+        "PPOTrainerAsync": async_training.GTPOPPOTrainerAsyncActor,
         "PolicyModelActor": actors.GTPOPolicyModelRayActor,
-        "RolloutRayActor": actors.RolloutActorFactory(reward_timeout),
+        "RolloutRayActor": actors.WithArguments(
+            actors.GTPORolloutRayActor, reward_timeout=reward_timeout
+        ),
     }
     saved = [(modules[name], name, getattr(modules[name], name)) for name in replacements]
     for name, value in replacements.items():
@@ -107,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (GTPOConfigError, OpenRLHFIncompatibleError) as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
-    except (RewardServerError, CheckpointNotShared) as exc:
+    except (RewardServerError, CheckpointNotShared, NothingTrainedError) as exc:
         # Raised in a Ray actor (a rollout actor, the controller) and re-raised through Ray,
         # whose errors keep the class of their cause; the message is the cause's, without Ray's
         # tracebacks.

@@ -48,6 +48,7 @@ from gtpo.openrlhf.fused import FusedActorForward
 from gtpo.openrlhf.lora import PeftSync, is_peft
 from gtpo.openrlhf.resume import check_checkpoint_shared
 from gtpo.openrlhf.rewards import rollout_reward_client
+from gtpo.openrlhf.rollouts import RolloutTally
 from gtpo.reward_client import RewardServerError
 
 logger = init_logger(__name__)
@@ -315,11 +316,14 @@ class GTPOExperienceMaker(_experience_maker.RemoteExperienceMaker):
         return experiences
 
 
-class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
-    """OpenRLHF's synchronous PPOTrainer with the GTPO experience maker, metrics and H_ini."""
+class GTPOController:
+    """What GTPO adds to OpenRLHF's single controller, the synchronous PPOTrainer and the async
+    TrainingActor (`async_training.py`) alike: the GTPO experience maker, H_ini (measured once
+    before the first update, or restored from the checkpoint), the gtpo/* metrics and the
+    entropy monitor. Mixed in before the OpenRLHF class; `_install_gtpo` runs after its
+    constructor."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def _install_gtpo(self) -> None:
         enable_logging()
         base = self.experience_maker
         # Built from the parent's own arguments (plain attribute assignments, no side effects).
@@ -334,9 +338,18 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         )
         self.gtpo = gtpo_config(self.args)
         self.entropy_monitor = state.EntropyMonitor(self.gtpo.collapse_patience)
+        self.trained_steps = 0
+        self.resumed_at = 0
+
+    def h_ini_rollout(self, prompts: int) -> tuple[list[Any], int]:
+        """H_ini's rollout: G completions of each of the first `prompts` training prompts."""
+        return h_ini_rollout(
+            self.samples_generator, self.prompts_dataloader, self.generate_kwargs, prompts
+        )
 
     def init_checkpoint_states(self):
         states = super().init_checkpoint_states()
+        self.resumed_at = states.get("global_step", 0)
         if compat.CKPT_LOAD.get(self.args):
             check_checkpoint_shared(
                 states,
@@ -347,7 +360,7 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         # Only δ's `auto` mode reads H_ini (Eq. 6); the GRPO baseline and δ on/off skip the
         # measurement's h_ini_prompts × G generations.
         if h_ini is None and self.gtpo.filter_mode == "auto":
-            if states.get("global_step", 0) > 0:
+            if self.resumed_at > 0:
                 # fit() syncs the resumed weights to the rollout engines only after this call.
                 self.broadcast_to_vllm()
             h_ini = self.measure_h_ini()
@@ -364,29 +377,7 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         """
         started = time.perf_counter()
         wanted = self.gtpo.h_ini_prompts
-        sleep = compat.VLLM_SLEEP.get(self.args)
-        # A new iterator over the shuffled prompts draws its order from the sampler's generator
-        # (torchdata's RandomSampler; torch's global RNG for others). Putting both back lets
-        # training's own first iterator draw the same order: H_ini is measured on exactly the
-        # first training prompts, and training runs as it would without the measurement.
-        rng = torch.random.get_rng_state()
-        generator = getattr(getattr(self.prompts_dataloader, "sampler", None), "generator", None)
-        generator_state = generator.get_state() if generator is not None else None
-        if sleep:
-            _vllm_engine.batch_vllm_engine_call(self.vllm_engines, "wake_up")
-        try:
-            samples, prompts, _ = self.samples_generator._generate_vllm(
-                dataloader_iter=iter(self.prompts_dataloader),
-                num_prompts=wanted,
-                dynamic_filtering=False,
-                **self.generate_kwargs,
-            )
-        finally:
-            torch.random.set_rng_state(rng)
-            if generator is not None:
-                generator.set_state(generator_state)
-            if sleep:
-                _vllm_engine.batch_vllm_engine_call(self.vllm_engines, "sleep")
+        samples, prompts = self.h_ini_rollout(wanted)
         if not samples:
             raise RuntimeError("the prompt dataset is empty: there is nothing to measure H_ini on")
         h_ini = float(self.experience_maker.completion_entropies(samples).mean())
@@ -412,6 +403,7 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
 
     def train_step(self, rollout_samples, global_step):
         status, global_step = super().train_step(rollout_samples, global_step)
+        self.trained_steps += 1
         metrics = self.experience_maker.metrics
         status.update(metrics)
         self.entropy_monitor.update(
@@ -428,6 +420,74 @@ class GTPOPPOTrainer(_ppo_trainer.PPOTrainer.__ray_actor_class__):
         client_states = {} if client_states is None else client_states
         state.save_h_ini(client_states, self.experience_maker.h_ini)
         return super().save_best_checkpoint(eval_metrics, global_step, client_states)
+
+
+def h_ini_rollout(
+    samples_generator: Any, dataloader: Any, generate_kwargs: dict, prompts: int
+) -> tuple[list[Any], int]:
+    """(samples, prompts drawn) of G completions for each of the first `prompts` prompts of a
+    fresh pass of `dataloader`, through the rollout engines and the reward path like any
+    rollout (no dynamic filtering), leaving the loader to draw the same order again.
+
+    A new iterator over the shuffled prompts draws its order from the sampler's generator
+    (torchdata's RandomSampler; torch's global RNG for others). Putting both back lets
+    training's own first iterator draw the same order: H_ini is measured on exactly the first
+    training prompts, and training runs as it would without the measurement.
+    """
+    args = samples_generator.args
+    sleep = compat.VLLM_SLEEP.get(args)
+    engines = samples_generator.vllm_engines
+    rng = torch.random.get_rng_state()
+    generator = getattr(getattr(dataloader, "sampler", None), "generator", None)
+    generator_state = generator.get_state() if generator is not None else None
+    if sleep:
+        _vllm_engine.batch_vllm_engine_call(engines, "wake_up")
+    try:
+        samples, drawn, _ = samples_generator._generate_vllm(
+            dataloader_iter=iter(dataloader),
+            num_prompts=prompts,
+            dynamic_filtering=False,
+            **generate_kwargs,
+        )
+    finally:
+        torch.random.set_rng_state(rng)
+        if generator is not None:
+            generator.set_state(generator_state)
+        if sleep:
+            _vllm_engine.batch_vllm_engine_call(engines, "sleep")
+    return samples, drawn
+
+
+def trim_rollouts(samples_generator: Any, args: Any) -> RolloutTally:
+    """Route `samples_generator.generate_samples` through a RolloutTally (rollouts.py): each
+    rollout comes back cut to what every rank trains on alike. Returns the tally."""
+    tally = RolloutTally()
+    generate = samples_generator.generate_samples
+
+    def generate_trainable_samples(**kwargs):
+        samples, pass_rate, consumed, exhausted = generate(**kwargs)
+        return tally.trim(args, samples, consumed), pass_rate, consumed, exhausted
+
+    samples_generator.generate_samples = generate_trainable_samples
+    return tally
+
+
+class GTPOPPOTrainer(GTPOController, _ppo_trainer.PPOTrainer.__ray_actor_class__):
+    """OpenRLHF's synchronous PPOTrainer with GTPO (`GTPOController`), its rollouts trimmed to
+    what every rank trains on alike."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._install_gtpo()
+        self.rollouts = trim_rollouts(self.samples_generator, self.args)
+
+    def fit(self, *args: Any, **kwargs: Any) -> Any:
+        """OpenRLHF's fit(); a run that trained on nothing ends with an error saying why (it
+        used to exit 0 with the model unchanged)."""
+        result = super().fit(*args, **kwargs)
+        if self.trained_steps == 0 and self.resumed_at == 0:
+            raise self.rollouts.nothing_trained(self.args)
+        return result
 
 
 class RetryingRewardExecutor(SingleTurnAgentExecutor):
@@ -488,29 +548,24 @@ def _remote_like(original: Any, cls: type) -> Any:
 
 
 # What the launcher puts in place of openrlhf.trainer.ppo_trainer.PPOTrainer and
-# openrlhf.trainer.ray.ppo_actor.PolicyModelActor.
+# openrlhf.trainer.ray.ppo_actor.PolicyModelActor (and, with reward_timeout, RolloutRayActor).
 GTPOPPOTrainerActor = _remote_like(_ppo_trainer.PPOTrainer, GTPOPPOTrainer)
 GTPOPolicyModelRayActor = _remote_like(_ppo_actor.PolicyModelActor, GTPOPolicyModelActor)
 GTPORolloutRayActor = _remote_like(_vllm_engine.RolloutRayActor, GTPORolloutActor)
 
 
-class RolloutActorFactory:
-    """What the launcher puts in place of vllm_engine.RolloutRayActor, in the driver only.
+class WithArguments:
+    """A remote actor class whose `.remote(...)` (and `.options(...).remote(...)`) also passes
+    `extra` keyword arguments: what the launcher puts in place of an OpenRLHF actor class that
+    OpenRLHF constructs itself, with arguments it builds itself (create_vllm_engines'
+    RolloutRayActor gets `reward_timeout`; the async trainer's actors, `async_training.py`)."""
 
-    create_vllm_engines calls `RolloutRayActor.options(...).remote(**actor_kwargs)` with
-    arguments it builds itself; this adds `reward_timeout` to them.
-    """
+    def __init__(self, remote_class: Any, **extra: Any) -> None:
+        self.remote_class = remote_class
+        self.extra = extra
 
-    def __init__(self, reward_timeout: float) -> None:
-        self.reward_timeout = reward_timeout
+    def remote(self, *args: Any, **kwargs: Any) -> Any:
+        return self.remote_class.remote(*args, **self.extra, **kwargs)
 
-    def options(self, **options: Any) -> Any:
-        bound = GTPORolloutRayActor.options(**options)
-        timeout = self.reward_timeout
-
-        class Bound:
-            @staticmethod
-            def remote(*args: Any, **kwargs: Any) -> Any:
-                return bound.remote(*args, reward_timeout=timeout, **kwargs)
-
-        return Bound()
+    def options(self, **options: Any) -> WithArguments:
+        return WithArguments(self.remote_class.options(**options), **self.extra)

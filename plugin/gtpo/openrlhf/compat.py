@@ -79,6 +79,17 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "BasePPOTrainer.init_checkpoint_states",
         "BasePPOTrainer.save_logs_and_checkpoints",
         "BasePPOTrainer.save_best_checkpoint",
+        "PPOTrainer.__ray_actor_class__.fit",
+        "BasePPOTrainer.broadcast_to_vllm",
+        "prepare_datasets",
+    ),
+    "openrlhf.trainer.ppo_trainer_async": (
+        "PPOTrainerAsync.__ray_actor_class__",
+        "PPOTrainerAsync._default_options",
+        "TrainingActor.__ray_actor_class__.broadcast_to_vllm",
+        "TrainingActor._default_options",
+        "GenerateSamplesActor.__ray_actor_class__.fit",
+        "GenerateSamplesActor._default_options",
     ),
     "openrlhf.trainer.ppo_utils.experience_maker": (
         "RemoteExperienceMaker.make_experience",
@@ -87,7 +98,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "RemoteExperienceMaker._flatten_results",
         "RemoteExperienceMaker.split_rollout_samples",
     ),
-    "openrlhf.trainer.ppo_utils.samples_generator": ("SamplesGenerator._generate_vllm",),
+    "openrlhf.trainer.ppo_utils.samples_generator": (
+        "SamplesGenerator._generate_vllm",
+        "SamplesGenerator.generate_samples",
+    ),
     "openrlhf.trainer.ray.vllm_engine": (
         "RolloutRayActor.__ray_actor_class__",
         "create_vllm_engines",
@@ -149,6 +163,7 @@ LAUNCH_IMPORTS = (
 REBOUND = (
     ("openrlhf.utils.config", "hierarchize"),
     ("openrlhf.trainer.ppo_trainer", "PPOTrainer"),
+    ("openrlhf.trainer.ppo_trainer_async", "PPOTrainerAsync"),
     ("openrlhf.trainer.ray.ppo_actor", "PolicyModelActor"),
     ("openrlhf.trainer.ray.vllm_engine", "RolloutRayActor"),
 )
@@ -183,6 +198,8 @@ TRAIN_BATCH_SIZE = Arg("train.batch_size")
 MAX_EPOCHS = Arg("train.max_epochs")
 ASYNC = Arg("train.async_enable")
 PARTIAL_ROLLOUT = Arg("train.partial_rollout_enable")
+ASYNC_QUEUE_SIZE = Arg("train.async_queue_size")
+GENERATE_BATCH_SIZE = Arg("rollout.vllm_generate_batch_size")
 AGENT_FUNC = Arg("train.agent_func_path")
 DYNAMIC_BATCH = Arg("train.dynamic_batch_enable")
 COLOCATE_ALL = Arg("train.colocate_all")
@@ -203,7 +220,6 @@ ACTOR_NODES = Arg("actor.num_nodes")
 ACTOR_GPUS_PER_NODE = Arg("actor.num_gpus_per_node")
 RING_ATTN_SIZE = Arg("ds.ring_attn_size")
 ZERO_STAGE = Arg("ds.zero_stage")
-LORA_RANK = Arg("ds.lora.rank")
 TENSOR_PARALLEL_SIZE = Arg("ds.tensor_parallel_size")
 VLLM_SLEEP = Arg("vllm.enable_sleep")
 
@@ -213,6 +229,7 @@ ARGS = (
     KL_LOSS, POLICY_LOSS_TYPE, ENTROPY_COEF, LOSS_AGG_MODE, RING_ATTN_SIZE, TENSOR_PARALLEL_SIZE,
     VLLM_SLEEP, REWARD_CLIP_RANGE, ACTOR_NODES, ACTOR_GPUS_PER_NODE, CKPT_LOAD, CKPT_PATH,
     ROLLOUT_MICRO_BATCH_SIZE, TRAIN_MICRO_BATCH_SIZE, DYNAMIC_FILTERING, DYNAMIC_FILTERING_RANGE,
+    ZERO_STAGE, ASYNC_QUEUE_SIZE, GENERATE_BATCH_SIZE,
 )  # fmt: skip
 
 
@@ -223,20 +240,46 @@ def data_parallel_size(args: Any) -> int:
     return max(1, gpus // (RING_ATTN_SIZE.get(args) * TENSOR_PARALLEL_SIZE.get(args)))
 
 
-def training_rows_per_rank(args: Any) -> list[int]:
+def training_rows_per_rank(args: Any, samples: int | None = None) -> list[int]:
     """The rollout rows each data-parallel rank trains on in one step, as 0.11.2 splits them
-    when dynamic batching is off: the batch × G samples in micro-batches of
-    --rollout.micro_batch_size (`RemoteExperienceMaker.split_rollout_samples`), a ceil-sized
-    share of those micro-batches per rank (`RayActorGroup.async_run_method_batch`, the same
-    split H_ini's forward is balanced against). Each rank's `ppo_train` then reads its rows in
-    micro-batches of --train.micro_batch_size with `drop_last`, one collective per micro-batch.
+    when dynamic batching is off: the `samples` of the rollout (default: batch × G) in
+    micro-batches of --rollout.micro_batch_size (`RemoteExperienceMaker.split_rollout_samples`),
+    a ceil-sized share of those micro-batches per rank (`RayActorGroup.async_run_method_batch`,
+    the same split H_ini's forward is balanced against). Each rank's `ppo_train` then reads its
+    rows in micro-batches of --train.micro_batch_size with `drop_last`, one collective per
+    micro-batch.
     """
-    samples = ROLLOUT_BATCH_SIZE.get(args) * GROUP_SIZE.get(args)
+    if samples is None:
+        samples = ROLLOUT_BATCH_SIZE.get(args) * GROUP_SIZE.get(args)
     micro = ROLLOUT_MICRO_BATCH_SIZE.get(args)
     sizes = [min(micro, samples - start) for start in range(0, samples, micro)]
     ranks = data_parallel_size(args)
     share = -(-len(sizes) // ranks)
     return [sum(sizes[rank * share : (rank + 1) * share]) for rank in range(ranks)]
+
+
+def accumulation_steps(args: Any) -> int:
+    """Training micro-batches per optimizer step on each rank (DeepSpeed's gradient accumulation:
+    --train.batch_size ÷ (--train.micro_batch_size × data-parallel ranks))."""
+    micro = TRAIN_MICRO_BATCH_SIZE.get(args)
+    return max(1, TRAIN_BATCH_SIZE.get(args) // (micro * data_parallel_size(args)))
+
+
+def trainable_samples(args: Any, samples: int) -> int:
+    """The most samples of a rollout of `samples` (whole prompt groups, from its start) that
+    every data-parallel rank trains on in the same number of micro-batches, a positive multiple
+    of the accumulation steps (so every micro-batch ends in an optimizer step, and the next
+    rollout's steps start where DeepSpeed's do); 0 when no prefix does. All of them with dynamic
+    batching (OpenRLHF balances the ranks itself)."""
+    if DYNAMIC_BATCH.get(args):
+        return samples
+    group, micro = GROUP_SIZE.get(args), TRAIN_MICRO_BATCH_SIZE.get(args)
+    accumulation = accumulation_steps(args)
+    for kept in range(samples - samples % group, 0, -group):
+        steps = {rows // micro for rows in training_rows_per_rank(args, kept)}
+        if len(steps) == 1 and (count := steps.pop()) > 0 and count % accumulation == 0:
+            return kept
+    return 0
 
 
 GROUP_NORM = "group_norm"  # ADVANTAGE_ESTIMATOR: (R_i − mean) / std within each prompt's group

@@ -134,15 +134,40 @@ def _refusals(args: Any) -> list[str]:
             f"Pass {compat.GROUP_SIZE.flag} 8."
         )
     if compat.ASYNC.get(args):
-        problems.append(
-            f"{compat.ASYNC.flag} trains on rollouts of older weights in PPOTrainerAsync, while "
-            "GTPO's advantage weighting and H_ini live in the synchronous PPOTrainer and assume "
-            f"one policy iteration per batch (ratio = 1). Drop {compat.ASYNC.flag} (and "
-            f"{compat.PARTIAL_ROLLOUT.flag})."
-        )
+        problems += _async_refusals(args)
     split = _training_split(args)
     if split:
         problems.append(split)
+    return problems
+
+
+def _async_refusals(args: Any) -> list[str]:
+    """Async settings whose staleness GTPO does not measure (`async_training.py` tags every
+    rollout with the one policy version that generated it, at most one step old)."""
+    problems = []
+    if compat.PARTIAL_ROLLOUT.get(args):
+        problems.append(
+            f"{compat.PARTIAL_ROLLOUT.flag} lets a weight sync land in the middle of a "
+            "generation, so one completion's tokens come from two policies and has no single "
+            "policy version (gtpo/staleness_*). GTPO runs async without it: drop "
+            f"{compat.PARTIAL_ROLLOUT.flag}."
+        )
+    queue = compat.ASYNC_QUEUE_SIZE.get(args)
+    if queue != 1:
+        problems.append(
+            f"{compat.ASYNC_QUEUE_SIZE.flag} is {queue}: rollouts would be up to {queue} updates "
+            "old, and δ's entropy, taken under the trainer's weights, that far from the policy "
+            f"that sampled them. GTPO is checked with 1 (at most one step stale): pass "
+            f"{compat.ASYNC_QUEUE_SIZE.flag} 1."
+        )
+    generate = compat.GENERATE_BATCH_SIZE.get(args)
+    if generate and generate != compat.ROLLOUT_BATCH_SIZE.get(args):
+        problems.append(
+            f"{compat.GENERATE_BATCH_SIZE.flag} {generate} != {compat.ROLLOUT_BATCH_SIZE.flag} "
+            f"{compat.ROLLOUT_BATCH_SIZE.get(args)}: over-sampling keeps the extra rollouts for "
+            "later steps, so they are older than the queue allows for. Leave "
+            f"{compat.GENERATE_BATCH_SIZE.flag} unset."
+        )
     return problems
 
 

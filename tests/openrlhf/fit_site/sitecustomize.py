@@ -15,6 +15,7 @@ produced at every step so the test can recompute it independently:
     experience making, the policy's training and the weight broadcast; not the generation).
     actor_peak_rss_<pid>.json: each policy rank's peak resident memory (kB) during each
     ActorPPOTrainer.ppo_train call, the high-water mark reset before it (benchmarks/step_cost.py).
+    train_micro_batches_<pid>.json: the training micro-batches of each ppo_train call, per rank.
 
 The recording wraps OpenRLHF's own RemoteExperienceMaker methods (GTPO's subclass calls them
 through super()), so it sees the hook's input and output without touching GTPO's code.
@@ -59,6 +60,8 @@ def _record_experiences(experience_maker) -> None:
                     "prompts": list(e.prompts),
                     "labels": list(e.labels),
                     "rewards": e.rewards.clone(),
+                    "scores": None if e.scores is None else e.scores.clone(),
+                    "policy_version": e.info.get("policy_version"),
                     "advantages": e.advantages.clone(),
                 }
                 for e in out
@@ -123,27 +126,37 @@ def _record_train_step_time(ppo_trainer) -> None:
     base.train_step = timed
 
 
-def _record_actor_peak_memory(ppo_actor) -> None:
-    """Linux: writing 5 to /proc/self/clear_refs resets the peak (VmHWM) to the current RSS."""
+def _record_actor_training(ppo_actor) -> None:
+    """Per ActorPPOTrainer.ppo_train call on each policy rank: its peak resident memory (Linux:
+    writing 5 to /proc/self/clear_refs resets the peak, VmHWM, to the current RSS) and the
+    number of training micro-batches it ran."""
     base = ppo_actor.ActorPPOTrainer
-    ppo_train = base.ppo_train
+    ppo_train, training_step = base.ppo_train, base.training_step
+    counted = {"micro_batches": 0}
+
+    def counting(self, *args, **kwargs):
+        counted["micro_batches"] += 1
+        return training_step(self, *args, **kwargs)
 
     def measured(self, kl_ctl):
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
+        counted["micro_batches"] = 0
         out = ppo_train(self, kl_ctl)
         with open("/proc/self/status") as fh:
             peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
         _append_json("actor_peak_rss", peak)
+        _append_json("train_micro_batches", counted["micro_batches"])
         return out
 
     base.ppo_train = measured
+    base.training_step = counting
 
 
 extra = {}
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
     extra["openrlhf.trainer.ppo_trainer"] = _record_train_step_time
-    extra["openrlhf.trainer.ray.ppo_actor"] = _record_actor_peak_memory
+    extra["openrlhf.trainer.ray.ppo_actor"] = _record_actor_training
     extra["openrlhf.trainer.ppo_utils.experience_maker"] = _record_experiences
     extra["openrlhf.trainer.ppo_utils.samples_generator"] = _record_generated_prompts
 cuda_on_cpu.install(extra)
