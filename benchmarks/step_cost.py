@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "openrlhf"))
@@ -99,11 +100,41 @@ def reset_peak_rss() -> None:
 # ---------------------------------------------------------------------------------- TRL
 
 
-def trl_arm(algo: str, steps: int, entropy_form: str, hidden_size: int, out: Path) -> dict:
-    """One TRL run in this process (a fresh one per arm): per-step seconds, H_ini, peak RSS."""
+def toy_config(hidden_size: int, vocab: int, pad_id: int = 0, eos_id: int = 1) -> Any:
+    """The toy shape's config (`model_shape`), tied embeddings."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=vocab, max_position_embeddings=256, tie_word_embeddings=True,
+        pad_token_id=pad_id, eos_token_id=eos_id, **model_shape(hidden_size),
+    )  # fmt: skip
+
+
+def logits_share(config: Any) -> float:
+    """The LM head's share of a token's matrix products (V·h against the decoder's linear
+    layers: attention projections and the MLP, per layer)."""
+    h, layers = config.hidden_size, config.num_hidden_layers
+    head_dim = getattr(config, "head_dim", None) or h // config.num_attention_heads
+    kv = config.num_key_value_heads * head_dim
+    body = layers * (2 * h * h + 2 * h * kv + 3 * h * config.intermediate_size)
+    head = config.vocab_size * h
+    return head / (head + body)
+
+
+def trl_arm(
+    algo: str, steps: int, entropy_form: str, hidden_size: int, model_dir: str | None, out: Path
+) -> dict:
+    """One TRL run in this process (a fresh one per arm): per-step seconds, H_ini, peak RSS.
+    The toy shape of `hidden_size`, or `model_dir`'s config (random weights) and tokenizer."""
     import torch
     from datasets import Dataset
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+    from transformers import (
+        AutoConfig,
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        PreTrainedTokenizerFast,
+        TrainerCallback,
+    )
     from trl import GRPOConfig, GRPOTrainer
 
     from gtpo import GTPOConfig
@@ -113,17 +144,17 @@ def trl_arm(algo: str, steps: int, entropy_form: str, hidden_size: int, out: Pat
 
     torch.set_num_threads(2)
     split = make_split(64, 0)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=build_tokenizer(corpus(split.train)), pad_token=PAD, eos_token=EOS
-    )
-    tokenizer.add_tokens([f"<unused{i}>" for i in range(len(tokenizer), VOCAB)])
-    config = LlamaConfig(
-        vocab_size=VOCAB, max_position_embeddings=256, tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-        **model_shape(hidden_size),
-    )  # fmt: skip
+    if model_dir:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        config = AutoConfig.from_pretrained(model_dir)
+    else:
+        tokenizer = PreTrainedTokenizerFast(
+            tokenizer_object=build_tokenizer(corpus(split.train)), pad_token=PAD, eos_token=EOS
+        )
+        tokenizer.add_tokens([f"<unused{i}>" for i in range(len(tokenizer), VOCAB)])
+        config = toy_config(hidden_size, VOCAB, tokenizer.pad_token_id, tokenizer.eos_token_id)
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
 
     def varied_reward(completions, **_):
         return [float(len(c) % 3) for c in completions]
@@ -171,7 +202,7 @@ def trl_arm(algo: str, steps: int, entropy_form: str, hidden_size: int, out: Pat
 KERNEL_ROWS = 1100
 
 
-def trl_kernel_backward(hidden_size: int, repeats: int = 7) -> tuple[float, float]:
+def trl_kernel_backward(hidden_size: int, vocab: int, repeats: int = 7) -> tuple[float, float]:
     """Median seconds of TRL's own chunked log-prob backward (`trl.kernels.ChunkedLogProbFunction`,
     the kernel behind both trainers' loss forward) on this device: with the log-prob gradient
     only (GRPO) and with the entropy's gradient too (Eq. 7's penalty), alternating."""
@@ -181,13 +212,13 @@ def trl_kernel_backward(hidden_size: int, repeats: int = 7) -> tuple[float, floa
     torch.set_num_threads(2)
     torch.manual_seed(0)
     hidden = torch.randn(KERNEL_ROWS, hidden_size, requires_grad=True)
-    weight = (torch.randn(VOCAB, hidden_size) * 0.02).requires_grad_()
-    targets = torch.randint(0, VOCAB, (KERNEL_ROWS,))
+    weight = (torch.randn(vocab, hidden_size) * 0.02).requires_grad_()
+    targets = torch.randint(0, vocab, (KERNEL_ROWS,))
 
     def backward_seconds(penalty: bool) -> float:
         hidden.grad = weight.grad = None
         logps, entropy, *_ = ChunkedLogProbFunction.apply(
-            hidden, weight, None, targets, 1.0, VOCAB, None, 1.0, ("entropy",)
+            hidden, weight, None, targets, 1.0, vocab, None, 1.0, ("entropy",)
         )
         loss = -logps.mean() + (0.1 * entropy.mean() if penalty else 0.0)
         started = time.perf_counter()
@@ -204,7 +235,7 @@ def trl_kernel_backward(hidden_size: int, repeats: int = 7) -> tuple[float, floa
 
 
 def run_trl(
-    steps: int, rounds: int, entropy_form: str, hidden_size: int, work: Path
+    steps: int, rounds: int, entropy_form: str, hidden_size: int, model_dir: str | None, work: Path
 ) -> dict[str, list[dict]]:
     """`rounds` runs of each method, alternating (GRPO, GTPO, GRPO, ...), each in its own
     process: drift in the machine's speed falls on both."""
@@ -214,7 +245,8 @@ def run_trl(
             out = work / f"trl-{algo}-{round_}.json"
             command = [sys.executable, __file__, "--trl-arm", algo, "--steps", str(steps),
                        "--entropy-form", entropy_form,
-                       "--hidden-size", str(hidden_size)]  # fmt: skip
+                       "--hidden-size", str(hidden_size),
+                       *(["--model-dir", model_dir] if model_dir else [])]  # fmt: skip
             subprocess.run([*command, "--json", str(out)], check=True)
             results[algo].append(json.loads(out.read_text()))
     return results
@@ -224,13 +256,17 @@ def run_trl(
 
 
 def run_openrlhf(
-    steps: int, rounds: int, entropy_form: str, hidden_size: int, work: Path
+    steps: int, rounds: int, entropy_form: str, hidden_size: int, model_dir: str | None, work: Path
 ) -> dict[str, list[dict]]:
     """`rounds` fit() runs of each method, alternating, through the tests' harness."""
-    from fit_harness import G, base_argv, build_fixture, run_fit, with_flags
+    from fit_harness import G, base_argv, build_config_fixture, build_fixture, run_fit, with_flags
 
-    fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0,
-                            shape=model_shape(hidden_size), vocab_size=OPENRLHF_VOCAB)  # fmt: skip
+    if model_dir:
+        fixture = build_config_fixture(work / "fixture", Path(model_dir), n_prompts=4 * steps)
+    else:
+        shape = model_shape(hidden_size)
+        fixture = build_fixture(work / "fixture", n_prompts=4 * steps, sft_steps=0,
+                                shape=shape, vocab_size=OPENRLHF_VOCAB)  # fmt: skip
     reward = work / "reward.py"
     reward.write_text(REWARD_FILE)
     results: dict[str, list[dict]] = {"grpo": [], "gtpo": []}
@@ -343,6 +379,13 @@ def main() -> None:
         "--hidden-size", type=int, default=HIDDEN_SIZE,
         help=f"the model's width (default {HIDDEN_SIZE}; wider shrinks the logits' share)",
     )  # fmt: skip
+    ap.add_argument(
+        "--model", default=None, metavar="NAME_OR_PATH",
+        help="measure at this model's shape instead (its config with random weights, its "
+        "tokenizer): a known name such as smollm2-135m-instruct, a hub id or a directory "
+        "(gtpo model prepare); --hidden-size is then ignored",
+    )  # fmt: skip
+    ap.add_argument("--model-dir", help=argparse.SUPPRESS)
     ap.add_argument("--trl-arm", help=argparse.SUPPRESS)
     ap.add_argument("--controller-arm", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, help=argparse.SUPPRESS)
@@ -350,7 +393,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.trl_arm:
         with tempfile.TemporaryDirectory() as tmp:
-            arm = trl_arm(args.trl_arm, args.steps, args.entropy_form, args.hidden_size, Path(tmp))
+            arm = trl_arm(args.trl_arm, args.steps, args.entropy_form, args.hidden_size,
+                          args.model_dir, Path(tmp))  # fmt: skip
             args.json.write_text(json.dumps(arm))
         return
     if args.controller_arm:
@@ -365,7 +409,27 @@ def main() -> None:
         ap.error(f"--loops takes a comma-separated subset of {','.join(sorted(LOOPS))}")
     started = time.perf_counter()
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}", flush=True)
-    print(f"GTPO's entropy form: {args.entropy_form}; model width {args.hidden_size}", flush=True)
+    model_dir = None
+    if args.model:
+        from transformers import AutoConfig
+
+        from gtpo.models import ModelUnavailableError, prepare_model
+
+        try:
+            prepared = prepare_model(args.model)
+        except ModelUnavailableError as err:
+            raise SystemExit(f"step_cost.py --model: {err}") from None
+        model_dir = str(prepared.path)
+        config = AutoConfig.from_pretrained(model_dir)
+        shape = (
+            f"{args.model}'s shape ({config.num_hidden_layers} layers, width "
+            f"{config.hidden_size}, vocabulary {config.vocab_size}), random weights"
+        )
+    else:
+        config = toy_config(args.hidden_size, VOCAB)
+        shape = f"a 4-layer Llama of width {args.hidden_size}, vocabulary {VOCAB} (TRL)"
+    print(f"GTPO's entropy form: {args.entropy_form}; model: {shape}", flush=True)
+    print(f"the logits are {logits_share(config):.0%} of a token's matrix products", flush=True)
     ratios: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="step-cost-") as tmp:
         work = Path(tmp)
@@ -373,11 +437,11 @@ def main() -> None:
             controller = run_controller(work, 8192, 8192)
             print(f"controller: {json.dumps(controller)}", flush=True)
         if "trl" in loops:
-            trl = run_trl(*trl_plan, args.entropy_form, args.hidden_size, work)
+            trl = run_trl(*trl_plan, args.entropy_form, args.hidden_size, model_dir, work)
             print(f"TRL: {json.dumps(trl)}", flush=True)
-            kernel = trl_kernel_backward(args.hidden_size)
+            kernel = trl_kernel_backward(config.hidden_size, config.vocab_size)
         if "openrlhf" in loops:
-            orl = run_openrlhf(*orl_plan, args.entropy_form, args.hidden_size, work)
+            orl = run_openrlhf(*orl_plan, args.entropy_form, args.hidden_size, model_dir, work)
             print(f"OpenRLHF: {json.dumps(orl)}", flush=True)
 
     def row(loop: str, results: dict[str, list[dict]], steady_steps: int) -> None:
@@ -404,7 +468,8 @@ def main() -> None:
     if "trl" in loops:
         row("TRL", trl, (trl_plan[0] - 1) * trl_plan[1])
         print(
-            f"TRL       its chunked log-prob backward, {KERNEL_ROWS} rows × {VOCAB} vocabulary: "
+            f"TRL       its chunked log-prob backward, {KERNEL_ROWS} rows × {config.vocab_size} "
+            "vocabulary: "
             f"{kernel[0] * 1e3:.0f} ms, {kernel[1] * 1e3:.0f} ms with the entropy's gradient "
             "(the penalty form's; GRPO and the advantage form have none)"
         )

@@ -116,6 +116,29 @@ def build_fixture(
     return Fixture(model_dir, prompts)
 
 
+def build_config_fixture(root: Path, model: Path, n_prompts: int) -> Fixture:
+    """`model`'s architecture with random weights (seed 0), its tokenizer, and `n_prompts` of
+    the demo's arithmetic prompts in the paper's plain format: a real model's shape for
+    benchmarks/step_cost.py, where every completion runs to its limit."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from gtpo.data.prompt import build_prompt
+    from gtpo.demo.task import make_split
+
+    torch.manual_seed(0)
+    config = AutoConfig.from_pretrained(model)
+    model_dir = root / "random-weights"
+    AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(model).save_pretrained(model_dir)
+    prompts = root / "prompts.jsonl"
+    with prompts.open("w") as fh:
+        for problem in make_split(n_prompts, 0).train:
+            row = {"prompt": build_prompt(problem.prompt, "plain"), "label": str(problem.answer)}
+            fh.write(json.dumps(row) + "\n")
+    return Fixture(model_dir, prompts)
+
+
 def build_real_fixture(root: Path, model: Path, n_prompts: int) -> Fixture:
     """The real instruct model (its chat template prefilling `<reasoning>`) and `n_prompts`
     chat prompts with a system prompt (tests/real_model_task.py), for --data.apply_chat_template.

@@ -233,3 +233,25 @@ def test_a_rollout_is_cut_to_what_every_rank_trains_on_alike(
     kept = compat.trainable_samples(args, total)
     assert kept % group == 0 and 0 <= kept <= total
     assert kept == max((n for n in range(group, total + 1, group) if alike(n)), default=0)
+
+
+@pytest.mark.parametrize(
+    ("micro_batches", "ranks", "ring", "tp"), [(3, 2, 2, 1), (5, 2, 1, 2), (7, 3, 2, 2)]
+)
+def test_experience_forwards_over_ring_and_tensor_parallel_groups(micro_batches, ranks, ring, tp):
+    """With ring attention or tensor parallelism, the ranks of one group run the same
+    micro-batches (OpenRLHF's dispatch gives the group one chunk); the data-parallel ranks
+    (GPUs ÷ (ring × tp), `compat.data_parallel_size`) still run equal numbers of forwards, and
+    the group's duplicate answers are dropped once. (The ring forward itself needs flash-attn on
+    a GPU.)"""
+    args = args_for(1, ranks, ring=ring, tp=tp, prompts=micro_batches, group=1)
+    args.algo = SimpleNamespace(kl=SimpleNamespace(use_loss=False))
+    assert compat.data_parallel_size(args) == ranks
+    experience_maker, handlers = maker(args, ring, tp)
+    experience_maker.reward_model_group = experience_maker.critic_model_group = None
+    experience_maker.initial_model_group = None
+    split = experience_maker.split_rollout_samples(rewarded(samples(micro_batches)))
+    experiences = experience_maker.make_experience(split)
+    counts = [len(h.forwards) for h in handlers]
+    assert min(counts) == max(counts) == -(-micro_batches // ranks), counts
+    assert experiences == split and len(experience_maker._rollout_entropy) == micro_batches

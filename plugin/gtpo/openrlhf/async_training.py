@@ -117,7 +117,7 @@ class GTPOGenerateSamplesActor(_async.GenerateSamplesActor.__ray_actor_class__):
             version = ray.get(self.policy_version.get.remote())
             samples, *rest = generate(**generate_kwargs)
             for sample in samples:
-                sample.info[VERSION_KEY] = torch.tensor([float(version)])
+                sample.info[VERSION_KEY] = torch.tensor([float(version)], device="cpu")
             return (samples, *rest)
 
         self.samples_generator.generate_samples = tagged

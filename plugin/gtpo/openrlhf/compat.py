@@ -460,7 +460,7 @@ def _probe(args: Any) -> list[str]:
     order = [i for e in experiences for i in e.index]
     if order != list(range(len(responses))):
         problems.append(f"split_rollout_samples numbered the rows {order}, not 0..3 in order")
-    grouped = torch.tensor(rewards).reshape(-1, group)
+    grouped = torch.tensor(rewards, device="cpu").reshape(-1, group)
     centred = grouped - grouped.mean(-1, keepdim=True)
     if ADVANTAGE_ESTIMATOR.get(probe) == GROUP_NORM:
         centred = centred / (grouped.std(-1, keepdim=True) + 1e-9)

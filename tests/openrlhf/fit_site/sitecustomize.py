@@ -12,7 +12,8 @@ produced at every step so the test can recompute it independently:
     completion entropies; and the maker's h_ini and gtpo/* metrics.
     generated_<pid>_<n>.json: the prompts of each generation call (the first one measures H_ini).
     train_step_seconds_<pid>.json: the wall time of each PPOTrainer.train_step (the controller's
-    experience making, the policy's training and the weight broadcast; not the generation).
+    experience making, the policy's training and the weight broadcast; not the generation), and
+    train_step_end_<pid>.json the wall-clock time each one ended (benchmarks/async_throughput.py).
     actor_peak_rss_<pid>.json: each policy rank's peak resident memory (kB) during each
     ActorPPOTrainer.ppo_train call, the high-water mark reset before it (benchmarks/step_cost.py).
     train_micro_batches_<pid>.json: the training micro-batches of each ppo_train call, per rank.
@@ -121,6 +122,7 @@ def _record_train_step_time(ppo_trainer) -> None:
         started = time.perf_counter()
         out = train_step(self, rollout_samples, global_step)
         _append_json("train_step_seconds", time.perf_counter() - started)
+        _append_json("train_step_end", time.time())  # wall clock: steps a second
         return out
 
     base.train_step = timed
