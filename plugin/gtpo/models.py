@@ -103,7 +103,7 @@ def prepare_model(
                 "directory (config, weights, tokenizer), a hub id or one of "
                 f"{', '.join(KNOWN_MODELS)}"
             )
-        return PreparedModel(local.resolve(), f"the local directory {local.resolve()}")
+        return _from_directory(local.resolve())
     if offline is None:
         offline = _hub_offline()
     known = KNOWN_MODELS.get(spelled.lower())
@@ -189,6 +189,16 @@ def _package_file(known: KnownModel) -> Path:
         f"{known.package} {dist.version} is installed but holds no {known.gguf}; reinstall it "
         f"with `{known.install_hint}`"
     )
+
+
+def _from_directory(path: Path) -> PreparedModel:
+    """A local directory; one this module converted keeps saying where its weights came from
+    (its provenance file), so a report on it still says they are a dequantised GGUF."""
+    provenance = path / PROVENANCE_FILE
+    if provenance.is_file():
+        source = json.loads(provenance.read_text())["source"]
+        return PreparedModel(path, f"the local directory {path}, {source}", quantised=True)
+    return PreparedModel(path, f"the local directory {path}")
 
 
 def _from_package(known: KnownModel, root: Path) -> PreparedModel:

@@ -50,6 +50,20 @@ OUTAGE_LOG_EVERY_S = 30.0
 _START_HINT = "start it with: gtpo-reward-server --port PORT"
 
 
+# The HTTP libraries whose INFO records are one line per request ("HTTP Request: POST …/get_reward
+# 200 OK"): thousands in a demo or eval run, drowning its progress bars.
+HTTP_REQUEST_LOGGERS = ("httpx", "httpcore")
+
+
+def quiet_request_logs(level: int) -> None:
+    """Keep the HTTP libraries' per-request lines out of the log unless `level` is DEBUG; their
+    warnings and the client's own outage messages (`gtpo.reward_client`) stay."""
+    for name in HTTP_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(
+            logging.DEBUG if level <= logging.DEBUG else logging.WARNING
+        )
+
+
 def retryable_status(code: int) -> bool:
     """An HTTP status that a later attempt may not get: any 5xx, 408 (timeout), 429 (busy).
 

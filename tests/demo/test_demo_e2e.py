@@ -6,92 +6,43 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from demo_cli import expected_traffic, gtpo_command, reward_traffic
 
 from gtpo.cli import main as gtpo_main
 from gtpo.demo.run import preset
-from gtpo.local_reward_server import free_port
 
 QUICK = preset("quick")
 METHODS = ("gtpo", "grpo")
 
 
-def _gtpo_command() -> list[str]:
-    script = Path(sys.executable).with_name("gtpo")
-    if script.exists():
-        return [str(script)]  # the console script from [project.scripts]
-    found = shutil.which("gtpo")
-    return [found] if found else [sys.executable, "-m", "gtpo.cli"]
-
-
-def _counter(url: str, name: str, route: str | None = None) -> float:
-    text = urllib.request.urlopen(f"{url}/metrics", timeout=5).read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        match = re.match(rf"^{name}(\{{[^}}]*\}})?\s+(\S+)$", line)
-        if match and (route is None or f'route="{route}"' in (match[1] or "")):
-            total += float(match[2])
-    return total
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port),
-             "--verify-workers", "1", "--log-level", "warning"],
-            stdout=sink, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/readyz", timeout=2).status == 200:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail(f"reward server did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
-
-
 def _run(out: Path, *extra: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [*_gtpo_command(), "demo", "--quick", "--out", str(out), *extra],
+        [*gtpo_command(), "demo", "--quick", "--out", str(out), *extra],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
+    # One line per reward request (httpx's INFO records) used to flood the terminal: 2,607 in
+    # the default run, mixed into the progress bars.
+    assert "HTTP Request:" not in done.stdout + done.stderr
     return done
 
 
 @pytest.fixture(scope="module")
 def quick_run(server, tmp_path_factory):
     out = tmp_path_factory.mktemp("quick")
-    requests = _counter(server, "gtpo_rs_requests_total", "/get_reward")
-    items = _counter(server, "gtpo_rs_items_total")
+    before = reward_traffic(server)
     started = time.monotonic()
     _run(out, "--reward-url", server)
     elapsed = time.monotonic() - started
-    moved = {
-        "requests": _counter(server, "gtpo_rs_requests_total", "/get_reward") - requests,
-        "items": _counter(server, "gtpo_rs_items_total") - items,
-    }
+    moved = {k: v - before[k] for k, v in reward_traffic(server).items()}
     return out, moved, elapsed
 
 
@@ -141,13 +92,7 @@ def test_quick_demo_writes_the_report(quick_run):
 
 def test_every_reward_came_through_http(quick_run):
     out, moved, _ = quick_run
-    steps, per_step, group = QUICK.steps, QUICK.prompts_per_step, QUICK.group_size
-    n_eval, k = QUICK.eval_prompts, QUICK.eval_samples
-    # Training: one request per prompt group. Evaluation (before RL, then after each
-    # method): greedy in requests of 16 prompts, sampled in requests of one prompt's k samples.
-    eval_requests = -(-n_eval // 16) + n_eval
-    assert moved["requests"] == 2 * steps * per_step + 3 * eval_requests
-    assert moved["items"] == 2 * steps * per_step * group + 3 * n_eval * (1 + k)
+    assert moved == expected_traffic(QUICK)
     results = json.loads((out / "results.json").read_text())
     assert results["reward_requests"] == moved["requests"]
 
@@ -191,6 +136,27 @@ def test_cli_passes_the_response_format_through(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         gtpo_main(["demo", "--response-format", "xml"])
     assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "httpx_level"),
+    [
+        (["demo", "--quick"], "WARNING"),
+        (["--log-level", "debug", "demo", "--quick"], "DEBUG"),
+        (["demo", "--quick", "--log-level", "debug"], "DEBUG"),
+    ],
+)
+def test_log_level_debug_brings_the_request_lines_back(monkeypatch, argv, httpx_level):
+    import logging
+
+    import gtpo.demo.run as demo_run
+
+    monkeypatch.setattr(demo_run, "run_demo", lambda config: None)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # let basicConfig configure
+    for name in ("", "httpx", "httpcore"):  # put every level back afterwards
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.getLogger(name).level)
+    assert gtpo_main(argv) == 0
+    assert logging.getLevelName(logging.getLogger("httpx").level) == httpx_level
 
 
 def test_cli_takes_the_gtpo_flags_of_gtpo_openrlhf(capsys):
@@ -247,3 +213,30 @@ def test_quick_collapse_scenario_writes_the_claims_table_and_curves(server, tmp_
 def test_cli_collapse_scenario_refuses_flags_it_sets(capsys):
     with pytest.raises(SystemExit, match="drop --ablation no-filter"):
         gtpo_main(["demo", "--scenario", "collapse", "--ablation", "no-filter"])
+
+
+def test_the_help_states_the_presets_sizes():
+    from gtpo.cli import build_parser
+
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    helps = {a.option_strings[0]: a.help for a in demo._actions if a.option_strings}
+    sizes = {
+        "default": preset("default"), "quick": preset("quick"),
+        "model": preset("default", model="m"), "model quick": preset("quick", model="m"),
+        "collapse": preset("default", scenario="collapse"),
+    }  # fmt: skip
+    assert helps["--steps"] == (
+        f"RL steps (default {sizes['default'].steps}; collapse scenario "
+        f"{sizes['collapse'].steps}; quick {sizes['quick'].steps}; --model "
+        f"{sizes['model'].steps}, quick {sizes['model quick'].steps})"
+    )
+    def short(lr: float) -> str:
+        return f"{lr:g}".replace("e-0", "e-")  # 2e-5, as the help writes it
+
+    assert f"--model {short(sizes['model'].lr)})" in helps["--lr"]
+    assert f"default {short(sizes['default'].lr)};" in helps["--lr"]
+    assert helps["--sft-steps"] == (
+        f"warm-start SFT steps (default {sizes['default'].sft_steps}, quick "
+        f"{sizes['quick'].sft_steps}; --model {sizes['model'].sft_steps})"
+    )
+    assert sizes["model quick"].sft_steps == sizes["model"].sft_steps

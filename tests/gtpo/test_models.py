@@ -91,7 +91,15 @@ def test_a_prepared_directory_is_reused(real_model, monkeypatch):
 
 
 def test_directories_pass_through_and_bad_spellings_say_what_to_pass(real_model, tmp_path):
-    assert prepare_model(real_model.path).path == real_model.path
+    again = prepare_model(real_model.path)
+    assert again.path == real_model.path
+    # Named by its directory, the converted model still says its weights are a dequantised GGUF.
+    assert again.quantised and real_model.source in again.source
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text("{}")
+    assert not prepare_model(plain).quantised
+    assert prepare_model(plain).source == f"the local directory {plain.resolve()}"
     assert resolve_model(str(real_model.path)) == str(real_model.path)
     assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
     with pytest.raises(ModelUnavailableError, match=r"without config\.json"):

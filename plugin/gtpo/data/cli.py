@@ -59,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
     if args.tokenizer:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+        from gtpo.models import ModelUnavailableError, resolve_model
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.tokenizer))
+        except ModelUnavailableError as err:
+            raise SystemExit(f"gtpo data: {err}") from None
     try:
         prepared = prepare(
             args.source, args.split, input_path=args.input, hub_name=args.hub_name,
@@ -107,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = configure_parser(argparse.ArgumentParser(prog="gtpo data"))
     args = parser.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from gtpo.reward_client import quiet_request_logs
+
+    quiet_request_logs(logging.INFO)
     return run(args)
 
 

@@ -31,7 +31,7 @@ def extract_answer(response: str) -> str | None:
 
 def evaluate(
     policy: Policy,
-    problems: list[Problem],
+    problems: list,
     client: RewardClient,
     samples_per_prompt: int,
     max_new_tokens: int,
@@ -40,8 +40,9 @@ def evaluate(
     """Greedy and sampled (T = 1.0) metrics on `problems`, in [0, 1].
 
     Keys: greedy_accuracy, greedy_format, sampled_accuracy, format_rate, pass@1..n, maj@1..n
-    with n = `samples_per_prompt`; also mean_length (tokens) and style_<name>, the share of
-    sampled completions in each reasoning style.
+    with n = `samples_per_prompt`; also mean_length (tokens) and, on the synthetic task,
+    style_<name>, the share of sampled completions in each reasoning style. `problems` have
+    `.prompt` and `.answer` (the synthetic task's, or a real model's `ChatProblem`).
     """
     n = samples_per_prompt
     texts = [p.prompt for p in problems]
@@ -70,9 +71,10 @@ def evaluate(
     results["sampled_accuracy"] = _share(correct)
     results["format_rate"] = _share([f == FORMAT_MAX for f in scored.format])
     results["mean_length"] = sum(len(c) for c in sampled) / len(sampled)
-    styles = Counter(style_of(r) for r in responses)
-    for style in (*STYLES, "other"):
-        results[f"style_{style}"] = styles[style] / len(responses)
+    if isinstance(problems[0], Problem):  # the synthetic task's reasoning styles
+        styles = Counter(style_of(r) for r in responses)
+        for style in (*STYLES, "other"):
+            results[f"style_{style}"] = styles[style] / len(responses)
 
     answers = [
         extract_answer(r) if f == FORMAT_MAX else None

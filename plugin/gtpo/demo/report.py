@@ -219,6 +219,8 @@ def summary_table(results: dict) -> str:
     lines = [header + " |", "|---" * (2 + len(methods)) + "|"]
     first = methods[0]
     for key, name in SUMMARY_ROWS:
+        if key not in results["runs"][0]["before"]:  # pass@8 with fewer samples, styles
+            continue
         before = [r["before"][key] for r in results["runs"] if r["method"] == first]
         cells = [_cell(before)]
         for method in methods:
@@ -237,23 +239,39 @@ def write_report(out: Path, results: dict) -> None:
     pictures = [plot_collapse(out, rows, colors)] if collapse else []
     pictures += plot_training(out, rows, len(seeds), colors)
     pictures.append(plot_eval(out, results, colors))
-    h_ini = ", ".join(f"{float(v):.3f}" for v in results["h_ini"].values())
+    h_ini_values = [float(v) for v in results["h_ini"].values()]
+    h_ini = ", ".join(f"{v:.3f}" for v in h_ini_values)
+    filtering = [v < LN2 for v in h_ini_values]
+    delta = (
+        "below ln 2 on every seed: Eq. 6's filter is active (δ = 0 for completions with ⟨H⟩ > ln 2)"
+        if all(filtering)
+        else "at or above ln 2 on every seed: Eq. 6's filter never acts (δ ≡ 1), GTPO is λ "
+        "and the entropy penalty"
+        if not any(filtering)
+        else "below ln 2 on some seeds only: Eq. 6's filter acts on those"
+    )
     last = _final_training(rows, results["methods"])
-    title = "the collapse scenario" if collapse else "GTPO vs GRPO on a tiny model"
+    model = results.get("model")
+    if collapse:
+        title = "the collapse scenario"
+    else:
+        title = f"GTPO vs GRPO on {model['name']}" if model else "GTPO vs GRPO on a tiny model"
     kl = f"KL β = {cfg['kl_coef']:g} for {results['roles']['grpo_kl']}" if collapse else "no KL"
+    demonstrations = "worked solutions in the paper's format" if model else "noisy demonstrations"
     text = [
         f"# gtpo demo: {title}",
         "",
+        *([f"Model: {model['name']}, {model['source']}.", ""] if model else []),
         f"Seeds {', '.join(map(str, seeds))}; {cfg['steps']} RL steps of "
         f"{cfg['prompts_per_step']} prompts × G = {cfg['group_size']} completions, "
         f"temperature {cfg['temperature']:g}, lr {cfg['lr']:g}, one policy iteration per batch, "
         f"{kl}; warm start "
-        f"{cfg['sft_steps']} SFT steps on noisy demonstrations; held-out set "
+        f"{cfg['sft_steps']} SFT steps on {demonstrations}; held-out set "
         f"{cfg['eval_prompts']} prompts × {cfg['eval_samples']} samples."
         + (f" Ablation: {cfg['ablation']}." if cfg["ablation"] else ""),
         "",
-        f"H_ini (mean completion entropy before RL, per seed): {h_ini} nats "
-        f"(ln 2 = {LN2:.3f}; below it, GTPO filters completions with ⟨H⟩ > ln 2).",
+        f"H_ini (mean completion entropy before RL, per seed): {h_ini} nats (ln 2 = "
+        f"{LN2:.3f}), {delta}.",
         f"Rewards: {int(results['reward_requests'])} POST /get_reward requests to the reward "
         f"server ({results['reward_url']}). Wall time {results['wall_seconds']:.0f} s.",
         "",
@@ -279,14 +297,20 @@ def write_report(out: Path, results: dict) -> None:
         "",
         "## Training, mean of the last 20 % of steps",
         "",
-        "| method | total reward | format reward | accuracy reward | ⟨H⟩ | filtered |",
-        "|---|---|---|---|---|---|",
+        "Conflict tokens: the share of the tokens of completions with A > 0 (A < 0) in Eq. 5's "
+        "mask M, which GTPO weights 2 (0); GRPO's is logged by the same rule and not acted on.",
+        "",
+        "| method | total reward | format reward | accuracy reward | ⟨H⟩ | filtered "
+        "| conflict tokens, A > 0 | conflict tokens, A < 0 |",
+        "|---|---|---|---|---|---|---|---|",
         *[
             f"| {m} | {v['reward']:.2f} | {v['format_reward']:.2f} | "
-            f"{v['accuracy_reward']:.2f} | {v['entropy_mean']:.3f} | {v['filtered_frac']:.3f} |"
+            f"{v['accuracy_reward']:.2f} | {v['entropy_mean']:.3f} | {v['filtered_frac']:.3f} "
+            f"| {v['conflict_frac_pos']:.3f} | {v['conflict_frac_neg']:.3f} |"
             for m, v in last.items()
         ],
         "",
+        *protected_table(results),
         "## Plots",
         "",
         *[f"![{name}]({name})" for name in pictures],
@@ -297,12 +321,39 @@ def write_report(out: Path, results: dict) -> None:
     (out / "summary.md").write_text("\n".join(text))
 
 
+def protected_table(results: dict) -> list[str]:
+    """Markdown lines: the token pieces λ protects most often in each method's runs (the tokens
+    of its completions in Eq. 5's mask, over every step and seed), on this tokenizer."""
+    lines = [
+        "## The token pieces λ protects most often",
+        "",
+        "Share of the tokens in Eq. 5's conflict mask over the whole run (a piece is one token "
+        "of this tokenizer; a tag split into several pieces counts each).",
+        "",
+    ]
+    for method in results["methods"]:
+        counts: dict[str, int] = {}
+        total = 0
+        for run in results["runs"]:
+            if run["method"] == method:
+                total += run.get("protected_total", 0)
+                for row in run.get("protected", []):
+                    counts[row["piece"]] = counts.get(row["piece"], 0) + row["tokens"]
+        if not total:
+            continue
+        top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
+        cells = ", ".join(f"`{piece!r}` {count / total:.0%}" for piece, count in top)
+        lines += [f"- {_display(method)}: {cells}", ""]
+    return lines if len(lines) > 5 else []
+
+
 def _final_training(rows: list[dict], methods: list[str]) -> dict[str, dict[str, float]]:
     result = {}
     for method in methods:
         mine = [r for r in rows if r["method"] == method]
         last_step = max(r["step"] for r in mine)
         tail = [r for r in mine if r["step"] >= last_step - max(1, (last_step + 1) // 5) + 1]
-        keys = ("reward", "format_reward", "accuracy_reward", "entropy_mean", "filtered_frac")
+        keys = ("reward", "format_reward", "accuracy_reward", "entropy_mean", "filtered_frac",
+                "conflict_frac_pos", "conflict_frac_neg")  # fmt: skip
         result[method] = {k: sum(r[k] for r in tail) / len(tail) for k in keys}
     return result

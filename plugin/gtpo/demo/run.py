@@ -16,6 +16,7 @@ import json
 import logging
 import multiprocessing
 import time
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
@@ -30,13 +31,14 @@ from gtpo import GTPOConfig
 from gtpo.config import GTPOConfigError, flag
 from gtpo.demo.evaluate import evaluate
 from gtpo.demo.model import Policy, build_model
+from gtpo.demo.real import HFPolicySpec, chat_split, model_dir_of, worked_solution
 from gtpo.demo.report import write_metrics_tables, write_report
 from gtpo.demo.task import Problem, corpus, make_split
 from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer, check_round_trip
 from gtpo.demo.trainer import RLConfig, measure_h_ini, train, training_order
-from gtpo.demo.warmstart import warm_start
+from gtpo.demo.warmstart import noisy_demonstration, warm_start
 from gtpo.local_reward_server import LocalRewardServer, check_loopback
-from gtpo.reward_client import RewardClient, request_count
+from gtpo.reward_client import RewardClient, quiet_request_logs, request_count
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,13 @@ class DemoConfig:
     reward_url: str | None = None
     # The format completions are scored in (?format=); the synthetic task writes the paper's.
     response_format: str = "paper"
+    # None: the tiny model on the synthetic task. Otherwise a real model (a known name, a hub id
+    # or a directory, `gtpo model prepare`) on word problems (`gtpo.demo.real`).
+    model: str | None = None
+    problem_steps: tuple[int, ...] = (1,)  # arithmetic steps of the real model's word problems
     sft_steps: int = 600
+    sft_lr: float = 3e-3
+    sft_batch: int = 64
     n_train: int = 4000
     eval_prompts: int = 64
     eval_samples: int = 8  # k up to 8 for pass@k and maj@k
@@ -86,6 +94,39 @@ PRESETS: dict[str, dict] = {
         "sft_steps": 100,
         "eval_prompts": 16,
         "gtpo": GTPOConfig(h_ini_prompts=32),
+    },
+}
+# A real model (`--model`): its sizes replace the preset's. Chosen on SmolLM2-135M-Instruct on 2
+# CPU cores, before comparing the methods (docs/demo.md): how many SFT steps make the format
+# stick, and which learning rate makes GRPO's held-out accuracy rise over the warm start's.
+REAL_MODEL_PRESETS: dict[str, dict] = {
+    "default": {
+        "steps": 30,
+        "lr": 2e-5,
+        "sft_steps": 20,
+        "sft_lr": 3e-5,
+        "sft_batch": 16,
+        "n_train": 2000,
+        "eval_prompts": 48,
+        "eval_samples": 4,
+        "prompts_per_step": 4,
+        "group_size": 4,
+        "max_new_tokens": 48,
+        "gtpo": GTPOConfig(h_ini_prompts=16),
+    },
+    "quick": {
+        "steps": 10,
+        "lr": 2e-5,
+        "sft_steps": 20,
+        "sft_lr": 3e-5,
+        "sft_batch": 16,
+        "n_train": 500,
+        "eval_prompts": 24,
+        "eval_samples": 4,
+        "prompts_per_step": 4,
+        "group_size": 4,
+        "max_new_tokens": 48,
+        "gtpo": GTPOConfig(h_ini_prompts=8),
     },
 }
 
@@ -141,11 +182,30 @@ def make_policy(model, tokenizer: Tokenizer) -> Policy:
 
 
 @dataclass(frozen=True)
+class TinyPolicySpec:
+    """How a worker process builds the tiny policy: its tokenizer, a seed for the random
+    initialisation and, optionally, trained weights. Picklable (`real.HFPolicySpec` is the real
+    model's)."""
+
+    tokenizer_json: str
+
+    def load(self, state_path: str | None = None, seed: int = 0) -> Policy:
+        tokenizer = Tokenizer.from_str(self.tokenizer_json)
+        model = build_model(
+            tokenizer.get_vocab_size(), tokenizer.token_to_id(PAD), tokenizer.token_to_id(EOS), seed
+        )
+        if state_path is not None:
+            model.load_state_dict(torch.load(state_path, weights_only=True))
+        model.eval()
+        return make_policy(model, tokenizer)
+
+
+@dataclass(frozen=True)
 class RLJob:
     """Everything a worker process needs (picklable: it is sent to a spawned process)."""
 
     cfg: RLConfig
-    tokenizer_json: str
+    policy: TinyPolicySpec | HFPolicySpec
     warm_start_path: str
     reward_url: str
     response_format: str
@@ -161,14 +221,15 @@ class RLJob:
 def _init_worker(level: int) -> None:
     torch.set_num_threads(1)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_request_logs(level)  # a spawned worker starts with the HTTP libraries' defaults
 
 
 def run_rl_job(job: RLJob) -> dict:
     """Train one method from the warm start, then evaluate it on the held-out prompts."""
     torch.set_num_threads(1)
-    tokenizer = Tokenizer.from_str(job.tokenizer_json)
-    policy = make_policy(_load_model(tokenizer, job.warm_start_path, job.cfg.seed), tokenizer)
+    policy = job.policy.load(job.warm_start_path, job.cfg.seed)
     client = RewardClient(job.reward_url, response_format=job.response_format)
+    protected: Counter[int] = Counter()
     try:
         train(
             policy,
@@ -178,6 +239,7 @@ def run_rl_job(job: RLJob) -> dict:
             job.h_ini,
             Path(job.metrics_path),
             progress_position=job.progress_position,
+            protected=protected,
         )
         after = evaluate(
             policy, job.heldout, client, job.eval_samples, job.cfg.max_new_tokens, job.eval_seed
@@ -187,16 +249,19 @@ def run_rl_job(job: RLJob) -> dict:
         torch.save(policy.model.state_dict(), final)
     finally:
         client.close()
-    return {"method": job.cfg.label, "seed": job.cfg.seed, "after": after}
+    total = sum(protected.values())
+    pieces = [
+        {"piece": policy.decode([token]), "tokens": count, "share": count / total}
+        for token, count in protected.most_common(PROTECTED_PIECES)
+    ]
+    return {
+        "method": job.cfg.label, "seed": job.cfg.seed, "after": after, "protected": pieces,
+        "protected_total": total,
+    }  # fmt: skip
 
 
-def _load_model(tokenizer: Tokenizer, path: str, seed: int):
-    model = build_model(
-        tokenizer.get_vocab_size(), tokenizer.token_to_id(PAD), tokenizer.token_to_id(EOS), seed
-    )
-    model.load_state_dict(torch.load(path, weights_only=True))
-    model.eval()
-    return model
+# How many of the token pieces λ protects most often the report lists.
+PROTECTED_PIECES = 12
 
 
 def run_demo(config: DemoConfig) -> dict:
@@ -205,7 +270,9 @@ def run_demo(config: DemoConfig) -> dict:
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
-    torch.set_num_threads(1)
+    # One thread for the tiny model (thread contention slows its small ops many times over);
+    # both cores for a real model's warm start and first evaluation, before the workers start.
+    torch.set_num_threads(1 if config.model is None else 2)
 
     with ExitStack() as stack:
         if config.reward_url:
@@ -218,14 +285,7 @@ def run_demo(config: DemoConfig) -> dict:
         client = RewardClient(url, response_format=config.response_format)
         stack.callback(client.close)
 
-        split = make_split(config.n_train, config.eval_prompts)
-        tokenizer = build_tokenizer(corpus(split.train))
-        check_round_trip(tokenizer, corpus(split.heldout))
-        (out / "tokenizer.json").write_text(tokenizer.to_str())
-        log.info(
-            "task: %d training prompts, %d held-out prompts; vocabulary %d tokens",
-            len(split.train), len(split.heldout), tokenizer.get_vocab_size(),
-        )  # fmt: skip
+        task = _task(config)
 
         if server is not None:
             server.wait()
@@ -245,6 +305,7 @@ def run_demo(config: DemoConfig) -> dict:
             "roles": roles,
             "h_ini": {},
             "runs": [],
+            "model": task.model,
         }
         level = logging.getLogger().getEffectiveLevel()
         pool = stack.enter_context(
@@ -257,9 +318,7 @@ def run_demo(config: DemoConfig) -> dict:
         )
         # Each seed's RL runs are queued as soon as its warm start is done, and the next
         # seed's warm start trains meanwhile, so no core idles while a seed's last run trains.
-        pending = [
-            _start_seed(config, seed, split, tokenizer, client, url, pool) for seed in config.seeds
-        ]
+        pending = [_start_seed(config, seed, task, client, url, pool) for seed in config.seeds]
         for seed, runs in zip(config.seeds, pending, strict=True):
             results["runs"].extend(_finish_seed(seed, runs))
             results["h_ini"][str(seed)] = results["runs"][-1]["h_ini"]
@@ -273,22 +332,57 @@ def run_demo(config: DemoConfig) -> dict:
     return results
 
 
+@dataclass(frozen=True)
+class Task:
+    """What the demo trains on: the split, how to build the policy, the warm start's targets."""
+
+    split: Any  # .train, .heldout: problems with .prompt and .answer
+    spec: TinyPolicySpec | HFPolicySpec
+    demonstrate: Any  # (problem, rng) -> the warm start's completion text
+    model: dict | None  # the real model: its name, where its weights came from, its directory
+
+
+def _task(config: DemoConfig) -> Task:
+    """The tiny model's synthetic task and tokenizer, or a real model's word problems."""
+    out = config.out
+    if config.model is None:
+        split = make_split(config.n_train, config.eval_prompts)
+        tokenizer = build_tokenizer(corpus(split.train))
+        check_round_trip(tokenizer, corpus(split.heldout))
+        (out / "tokenizer.json").write_text(tokenizer.to_str())
+        log.info(
+            "task: %d training prompts, %d held-out prompts; vocabulary %d tokens",
+            len(split.train), len(split.heldout), tokenizer.get_vocab_size(),
+        )  # fmt: skip
+        return Task(split, TinyPolicySpec(tokenizer.to_str()), noisy_demonstration, None)
+    from transformers import AutoTokenizer
+
+    model_dir, source = model_dir_of(config.model)
+    log.info("model %s: %s", config.model, source)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    split = chat_split(tokenizer, config.n_train, config.eval_prompts, config.problem_steps)
+    log.info(
+        "task: %d training and %d held-out word problems of %s step(s); vocabulary %d tokens",
+        len(split.train), len(split.heldout), "/".join(map(str, config.problem_steps)),
+        len(tokenizer),
+    )  # fmt: skip
+    model = {"name": config.model, "source": source, "path": str(model_dir)}
+    return Task(split, HFPolicySpec(str(model_dir)), worked_solution, model)
+
+
 def _start_seed(
-    config: DemoConfig, seed: int, split, tokenizer: Tokenizer, client: RewardClient, url: str,
+    config: DemoConfig, seed: int, task: Task, client: RewardClient, url: str,
     pool: ProcessPoolExecutor,
 ) -> list[tuple[RLJob, Future, dict]]:  # fmt: skip
     """Warm start, H_ini and the "before RL" evaluation of one seed, here; then its RL runs
     queued on `pool`. Returns each job, its future and what the report adds to its result."""
     out = config.out
-    policy = make_policy(
-        build_model(
-            tokenizer.get_vocab_size(), tokenizer.token_to_id(PAD), tokenizer.token_to_id(EOS), seed
-        ),
-        tokenizer,
-    )
+    split = task.split
+    policy = task.spec.load(seed=seed)
     losses = warm_start(
         policy.model, policy.encode, split.train, policy.eos_id, policy.pad_id,
-        steps=config.sft_steps, seed=seed, desc=f"warm start seed {seed}",
+        steps=config.sft_steps, seed=seed, batch_size=config.sft_batch, lr=config.sft_lr,
+        desc=f"warm start seed {seed}", demonstrate=task.demonstrate,
     )  # fmt: skip
     log.info("seed %d: warm start done, loss %.3f -> %.3f", seed, losses[0], losses[-1])
     checkpoint = out / "runs" / f"warm_start-seed{seed}.pt"
@@ -299,12 +393,12 @@ def _start_seed(
     before = evaluate(
         policy, split.heldout, client, config.eval_samples, config.max_new_tokens, eval_seed
     )
-    log.info("seed %d: before RL %s", seed, _brief(before))
+    log.info("seed %d: before RL %s", seed, _brief(before, config.eval_samples))
 
     jobs = [
         RLJob(
             cfg=cfg,
-            tokenizer_json=tokenizer.to_str(),
+            policy=task.spec,
             warm_start_path=str(checkpoint),
             reward_url=url,
             response_format=config.response_format,
@@ -327,7 +421,8 @@ def _finish_seed(seed: int, pending: list[tuple[RLJob, Future, dict]]) -> list[d
     runs = []
     for job, future, shared in pending:
         result = future.result()
-        log.info("seed %d: %s after RL %s", seed, job.cfg.label, _brief(result["after"]))
+        log.info("seed %d: %s after RL %s", seed, job.cfg.label,
+                 _brief(result["after"], job.eval_samples))  # fmt: skip
         runs.append({**result, **shared})
     return runs
 
@@ -347,9 +442,9 @@ def _h_ini(config: DemoConfig, seed: int, split, policy: Policy) -> float:
     return h_ini
 
 
-def _brief(metrics: dict[str, float]) -> str:
-    keys = ("greedy_accuracy", "sampled_accuracy", "format_rate", "pass@8", "maj@8")
-    return ", ".join(f"{k} {metrics[k]:.3f}" for k in keys)
+def _brief(metrics: dict[str, float], k: int) -> str:
+    keys = ("greedy_accuracy", "sampled_accuracy", "format_rate", f"pass@{k}", f"maj@{k}")
+    return ", ".join(f"{key} {metrics[key]:.3f}" for key in keys)
 
 
 def _jsonable(value):
@@ -377,8 +472,16 @@ def preset(
     then `ablation` (one of `config.ABLATIONS`) is applied on top. Raises GTPOConfigError for a
     knob GTPOConfig refuses.
     """
+    model = overrides.get("model")
+    if model is not None and scenario != "default":
+        raise GTPOConfigError(
+            f"the {scenario} scenario runs on the tiny model (its setting was chosen for it); "
+            "drop --model, or run the default scenario on the model"
+        )
     config = replace(DemoConfig(), **SCENARIOS[scenario])
     config = replace(config, **PRESETS[name], quick=name == "quick")
+    if model is not None:
+        config = replace(config, **REAL_MODEL_PRESETS[name])
     config = replace(config, scenario=scenario)
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     given = dict(gtpo_values or {})

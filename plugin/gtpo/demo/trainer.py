@@ -23,6 +23,7 @@ import json
 import logging
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,7 @@ from gtpo import (
     gtpo_terms,
     token_logprobs_and_entropy,
 )
-from gtpo.demo.model import Policy, completion_logits, sample
+from gtpo.demo.model import Policy, completion_logits, right_pad, sample
 from gtpo.demo.task import Problem
 from gtpo.reward_client import RewardClient
 
@@ -258,6 +259,16 @@ def rl_step(
     return metrics, batch
 
 
+def count_protected(batch: Batch, cfg: RLConfig, pad_id: int, counts: Counter[int]) -> None:
+    """Add to `counts` the token ids of one batch that λ (Eq. 5) protects: in the conflict mask
+    of a completion with A ≠ 0 (weight 0 or 2, the same λ both methods log)."""
+    ids, mask = right_pad(batch.completions, pad_id)
+    weights = conflict_weights(
+        ids, mask, batch.advantages, cfg.group_size, cfg.gtpo.conflict_weight
+    )
+    counts.update(ids[mask & (weights != 1)].tolist())
+
+
 def measure_h_ini(
     policy: Policy, problems: list[Problem], max_new_tokens: int, generator: torch.Generator
 ) -> float:
@@ -296,8 +307,10 @@ def train(
     h_ini: float,
     metrics_path: Path | None = None,
     progress_position: int = 0,
+    protected: Counter[int] | None = None,
 ) -> list[dict[str, float]]:
-    """`cfg.steps` RL steps; one JSON line of metrics per step in `metrics_path`."""
+    """`cfg.steps` RL steps; one JSON line of metrics per step in `metrics_path`; the token ids
+    λ protects added to `protected` (`count_protected`)."""
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
@@ -319,9 +332,11 @@ def train(
             start = (step * n) % len(order)
             prompts = [order[(start + j) % len(order)] for j in range(n)]
             started = time.perf_counter()
-            metrics, _ = rl_step(
+            metrics, batch = rl_step(
                 policy, optimizer, prompts, client, cfg, h_ini, generator, reference
             )
+            if protected is not None:
+                count_protected(batch, cfg, policy.pad_id, protected)
             row = {"method": cfg.label, "seed": cfg.seed, "step": step, **metrics}
             history.append(row)
             if sink:

@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler: build the config from parsed flags and evaluate."""
     from gtpo.eval.generate import Sampling
     from gtpo.eval.run import EvalConfig, evaluate
+    from gtpo.models import ModelUnavailableError
 
     for flag in ("n", "limit", "max_new_tokens", "gen_batch_size", "score_batch_size"):
         value = getattr(args, flag)
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=args.cache_dir,
         )
         evaluate(config)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, ModelUnavailableError) as err:
         raise SystemExit(f"gtpo eval: {err}") from None
     return 0
 
@@ -158,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = configure_parser(argparse.ArgumentParser(prog="gtpo eval"))
     args = parser.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from gtpo.reward_client import quiet_request_logs
+
+    quiet_request_logs(logging.INFO)
     return run(args)
 
 

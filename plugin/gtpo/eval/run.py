@@ -158,7 +158,10 @@ def evaluate_model(
     """Generate (or reuse), score, group and summarize one model; writes its per-sample file."""
     from transformers import AutoTokenizer
 
+    from gtpo.models import resolve_model
+
     n = config.n or max(config.ks)
+    model = resolve_model(model)  # a known name (smollm2-135m-instruct) to its directory
     tokenizer = AutoTokenizer.from_pretrained(model)
     prompts = [render_prompt(item.prompt, tokenizer) for item in items]
     cache = GenerationCache((config.cache_dir or config.out / "cache") / f"{_slug(model)}.jsonl")

@@ -34,7 +34,7 @@ from gtpo.openrlhf.flags import (
 from gtpo.openrlhf.resume import CheckpointNotShared
 from gtpo.openrlhf.rewards import root_message
 from gtpo.openrlhf.rollouts import NothingTrainedError
-from gtpo.reward_client import RewardServerError
+from gtpo.reward_client import RewardServerError, quiet_request_logs
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `gtpo-openrlhf`; exits 2 with a message on a refused command line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     enable_logging()
+    quiet_request_logs(logging.getLogger("gtpo").getEffectiveLevel())
     gtpo_tokens, openrlhf_argv = split_argv(argv)
     if "-h" in openrlhf_argv or "--help" in openrlhf_argv:
         build_parser().print_help(sys.stdout)
