@@ -1,10 +1,11 @@
 # Development tasks. Each installs what it needs into the active Python environment (use a
 # virtual environment), then runs. `make test` is the project's test command.
 #
-#   make test         the default suite, OpenRLHF's CPU tests included (about 4-5 min, 2 cores)
-#   make test-slow    the slow suites: OpenRLHF's real fit() loop end to end, reward-server
-#                     reliability (about 7-9 min; the first run also JIT-builds DeepSpeed's
-#                     CPU Adam, about 1-3 min, cached in ~/.cache/torch_extensions)
+#   make test         the default suite, OpenRLHF's CPU tests included (about 6-7 min, 2 cores)
+#   make test-slow    the slow suites: OpenRLHF's real fit() loop end to end, the real instruct
+#                     model in OpenRLHF, TRL and the demo, reward-server reliability (about
+#                     40 min; the first run also JIT-builds DeepSpeed's CPU Adam, about 1-3 min,
+#                     cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd)
 #   make lint
 

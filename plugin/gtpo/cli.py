@@ -97,8 +97,9 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         help="report folder (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
-        "--sft-steps", type=int, default=None, help="warm-start SFT steps (default 600, quick 100; --model 20)"
-    )
+        "--sft-steps", type=int, default=None,
+        help="warm-start SFT steps (default 600, quick 100; --model 20)",
+    )  # fmt: skip
     knobs = parser.add_argument_group(
         "GTPO knobs",
         "the --gtpo.* flags of gtpo-openrlhf (default: the paper's values); the GRPO run "

@@ -230,6 +230,7 @@ def test_the_help_states_the_presets_sizes():
         f"{sizes['collapse'].steps}; quick {sizes['quick'].steps}; --model "
         f"{sizes['model'].steps}, quick {sizes['model quick'].steps})"
     )
+
     def short(lr: float) -> str:
         return f"{lr:g}".replace("e-0", "e-")  # 2e-5, as the help writes it
 

@@ -140,3 +140,22 @@ def ray_cluster() -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def fixture_files(tmp_path_factory):
+    """The toy fit() files (tiny Llama, tokenizer, prompts) of fit_harness, one per module;
+    test_orl_real_model.py overrides it with the real model's."""
+    from fit_harness import build_fixture
+
+    return build_fixture(tmp_path_factory.mktemp("fit-fixture"))
+
+
+@pytest.fixture(scope="module")
+def reward_server(tmp_path_factory):
+    """A live reward server on 127.0.0.1 (its own process), one per module."""
+    from gtpo.local_reward_server import LocalRewardServer
+
+    with LocalRewardServer(tmp_path_factory.mktemp("fit-rs") / "reward_server.log") as live:
+        live.wait()
+        yield live

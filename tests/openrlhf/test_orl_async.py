@@ -23,28 +23,13 @@ from fit_harness import (  # noqa: E402
     TEMPERATURE,
     G,
     base_argv,
-    build_fixture,
     check_factors,
     paper_terms,
     run_fit,
     with_flags,
 )
 
-from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
-
 STEPS = 3  # 12 prompts, 4 per step
-
-
-@pytest.fixture(scope="module")
-def fixture_files(tmp_path_factory):
-    return build_fixture(tmp_path_factory.mktemp("async-fixture"))
-
-
-@pytest.fixture(scope="module")
-def reward_server(tmp_path_factory):
-    with LocalRewardServer(tmp_path_factory.mktemp("async-rs") / "reward_server.log") as live:
-        live.wait()
-        yield live
 
 
 def async_run(fixture_files, reward_server, out, algo="gtpo", extra=()):

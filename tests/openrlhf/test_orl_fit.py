@@ -48,7 +48,6 @@ from fit_harness import (  # noqa: E402
     FitRun,
     G,
     base_argv,
-    build_fixture,
     check_factors,
     completions_of,
     paper_terms,
@@ -65,19 +64,6 @@ STEPS = 3  # 12 prompts, 4 per step
 def flag(argv: list[str], name: str, value: str) -> list[str]:
     """argv with `name` set to `value` (replaced if present, appended otherwise)."""
     return with_flags(argv, {name: value})
-
-
-@pytest.fixture(scope="module")
-def fixture_files(tmp_path_factory):
-    return build_fixture(tmp_path_factory.mktemp("fit-fixture"))
-
-
-@pytest.fixture(scope="module")
-def reward_server(tmp_path_factory):
-    server = LocalRewardServer(tmp_path_factory.mktemp("fit-rs") / "reward_server.log")
-    with server:
-        server.wait()
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -21,21 +21,7 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 from fit_harness import Fixture, G, base_argv, build_fixture, run_fit, with_flags  # noqa: E402
 
-from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
-
 TWO_RANKS = {"--actor.num_gpus_per_node": "2", "--rollout.micro_batch_size": "4"}
-
-
-@pytest.fixture(scope="module")
-def fixture_files(tmp_path_factory):
-    return build_fixture(tmp_path_factory.mktemp("settings-fixture"))
-
-
-@pytest.fixture(scope="module")
-def reward_server(tmp_path_factory):
-    with LocalRewardServer(tmp_path_factory.mktemp("settings-rs") / "reward_server.log") as live:
-        live.wait()
-        yield live
 
 
 def with_labels(fixture: Fixture, out: Path, unreachable: set[int]) -> Fixture:
