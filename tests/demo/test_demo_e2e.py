@@ -234,10 +234,13 @@ def test_the_help_states_the_presets_sizes():
     def short(lr: float) -> str:
         return f"{lr:g}".replace("e-0", "e-")  # 2e-5, as the help writes it
 
-    assert f"--model {short(sizes['model'].lr)})" in helps["--lr"]
+    assert (
+        f"--model {short(sizes['model'].lr)}, quick {short(sizes['model quick'].lr)})"
+        in (helps["--lr"])
+    )
     assert f"default {short(sizes['default'].lr)};" in helps["--lr"]
     assert helps["--sft-steps"] == (
         f"warm-start SFT steps (default {sizes['default'].sft_steps}, quick "
-        f"{sizes['quick'].sft_steps}; --model {sizes['model'].sft_steps})"
+        f"{sizes['quick'].sft_steps}; --model {sizes['model'].sft_steps}, quick "
+        f"{sizes['model quick'].sft_steps})"
     )
-    assert sizes["model quick"].sft_steps == sizes["model"].sft_steps

