@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -115,11 +114,3 @@ def hf_policy(model, tokenizer) -> Policy:
         eos_id=tokenizer.eos_token_id,
         pad_id=pad,
     )
-
-
-def model_dir_of(name_or_path: str) -> tuple[Path, str]:
-    """The prepared local directory of `name_or_path` and where its weights came from."""
-    from gtpo.models import prepare_model
-
-    prepared = prepare_model(name_or_path)
-    return prepared.path, prepared.source

@@ -31,7 +31,7 @@ from gtpo import GTPOConfig
 from gtpo.config import GTPOConfigError, flag
 from gtpo.demo.evaluate import evaluate
 from gtpo.demo.model import Policy, build_model
-from gtpo.demo.real import HFPolicySpec, chat_split, model_dir_of, worked_solution
+from gtpo.demo.real import HFPolicySpec, chat_split, worked_solution
 from gtpo.demo.report import write_metrics_tables, write_report
 from gtpo.demo.task import Problem, corpus, make_split
 from gtpo.demo.tokenizer import EOS, PAD, build_tokenizer, check_round_trip
@@ -99,35 +99,31 @@ PRESETS: dict[str, dict] = {
 # A real model (`--model`): its sizes replace the preset's. Chosen on SmolLM2-135M-Instruct on 2
 # CPU cores, before comparing the methods (docs/demo.md): how many SFT steps make the format
 # stick, and which learning rate makes GRPO's held-out accuracy rise over the warm start's.
+_REAL_MODEL_DEFAULT: dict = {
+    "steps": 30,
+    "lr": 2e-5,
+    "sft_steps": 20,
+    "sft_lr": 3e-5,
+    "sft_batch": 16,
+    "n_train": 2000,
+    "eval_prompts": 48,
+    "eval_samples": 4,
+    "prompts_per_step": 4,
+    "group_size": 4,
+    "max_new_tokens": 48,
+    "gtpo": GTPOConfig(h_ini_prompts=16),
+}
 REAL_MODEL_PRESETS: dict[str, dict] = {
-    "default": {
-        "steps": 30,
-        "lr": 2e-5,
-        "sft_steps": 20,
-        "sft_lr": 3e-5,
-        "sft_batch": 16,
-        "n_train": 2000,
-        "eval_prompts": 48,
-        "eval_samples": 4,
-        "prompts_per_step": 4,
-        "group_size": 4,
-        "max_new_tokens": 48,
-        "gtpo": GTPOConfig(h_ini_prompts=16),
-    },
+    "default": _REAL_MODEL_DEFAULT,
     # A shorter warm start (a weaker start, so 8 steps have room to move) and a smaller lr
     # (GRPO at 2e-5 drifted up in entropy in its first 10 steps): docs/demo.md.
     "quick": {
+        **_REAL_MODEL_DEFAULT,
         "steps": 8,
         "lr": 1e-5,
         "sft_steps": 15,
-        "sft_lr": 3e-5,
-        "sft_batch": 16,
         "n_train": 500,
         "eval_prompts": 24,
-        "eval_samples": 4,
-        "prompts_per_step": 4,
-        "group_size": 4,
-        "max_new_tokens": 48,
         "gtpo": GTPOConfig(h_ini_prompts=8),
     },
 }
@@ -359,7 +355,10 @@ def _task(config: DemoConfig) -> Task:
         return Task(split, TinyPolicySpec(tokenizer.to_str()), noisy_demonstration, None)
     from transformers import AutoTokenizer
 
-    model_dir, source = model_dir_of(config.model)
+    from gtpo.models import prepare_model
+
+    prepared = prepare_model(config.model)
+    model_dir, source = prepared.path, prepared.source
     log.info("model %s: %s", config.model, source)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     split = chat_split(tokenizer, config.n_train, config.eval_prompts, config.problem_steps)
