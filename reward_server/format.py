@@ -138,6 +138,12 @@ class Parsed:
     after: str = ""
 
 
+def opens_reasoning(prompt: str, fmt: ResponseFormat) -> bool:
+    """Whether ``prompt`` ends with the format's opening reasoning tag: the chat template
+    prefilled it, so the response starts inside the reasoning block."""
+    return fmt.reasoning is not None and prompt.rstrip().endswith(fmt.reasoning[0])
+
+
 def parse(
     response: str, fmt: ResponseFormat, *, strict: bool = False, prefilled: bool = False
 ) -> Parsed:

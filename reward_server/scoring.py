@@ -9,7 +9,13 @@ import time
 
 from reward_server import sentence
 from reward_server.extract import extract_reference, split_query, unwrap_math
-from reward_server.format import SEVERAL_ANSWERS, TEXT_AFTER_ANSWER, Parsed, parse
+from reward_server.format import (
+    SEVERAL_ANSWERS,
+    TEXT_AFTER_ANSWER,
+    Parsed,
+    opens_reasoning,
+    parse,
+)
 from reward_server.protocol import (
     ACCURACY_CORRECT,
     FORMAT_MAX,
@@ -60,7 +66,7 @@ class Scorer:
         verification timeout from now)."""
         fmt = fmt or self.response_format
         before, response = split_query(query, prompt, self._end_tokens)
-        prefilled = fmt.reasoning is not None and before.rstrip().endswith(fmt.reasoning[0])
+        prefilled = opens_reasoning(before, fmt)
         parsed = parse(response, fmt, strict=self.settings.strict_format, prefilled=prefilled)
         fmt_result = parsed.format
         answer = None if parsed.answer is None else unwrap_math(_with_tail(parsed))

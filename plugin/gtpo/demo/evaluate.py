@@ -16,17 +16,23 @@ from gtpo.demo.model import Policy, sample
 from gtpo.demo.task import STYLES, Problem, style_of
 from gtpo.eval import maj_at_k, pass_at_k
 from gtpo.reward_client import RewardClient
-from reward_server.extract import answer_block
+from reward_server import protocol
+from reward_server.extract import strip_end_tokens, unwrap_math
+from reward_server.format import opens_reasoning, parse
 from reward_server.protocol import FORMAT_MAX, is_correct
 
 
-def extract_answer(response: str) -> str | None:
-    """Text of the last ``<answer>…</answer>`` block, stripped (the vote key for maj@k).
+def extract_answer(response: str, prompt: str = "", response_format: str = "paper") -> str | None:
+    """The final answer as the reward server reads it in ``response_format`` (the vote key for
+    maj@k): the paper's last ``<answer>`` block, or think's and boxed's final answer, unwrapped
+    (``\\boxed{7}`` and ``$7$`` vote as ``7``).
 
-    The block is found by the server's own extractor, so the demo votes on what it scores.
+    The server's own parser finds it (end-of-turn tokens dropped, a prefilled opening tag taken
+    from the prompt), so the demo votes on what it scores.
     """
-    block = answer_block(response)
-    return None if block is None else block.strip()
+    fmt = protocol.response_format(response_format)
+    parsed = parse(strip_end_tokens(response), fmt, prefilled=opens_reasoning(prompt, fmt))
+    return None if parsed.answer is None else unwrap_math(parsed.answer)
 
 
 def evaluate(
@@ -76,9 +82,11 @@ def evaluate(
         for style in (*STYLES, "other"):
             results[f"style_{style}"] = styles[style] / len(responses)
 
+    # The demo always names the format; None would leave it to the server (its default here).
+    answer_format = client.response_format or protocol.DEFAULT_FORMAT
     answers = [
-        extract_answer(r) if f == FORMAT_MAX else None
-        for r, f in zip(responses, scored.format, strict=True)
+        extract_answer(r, texts[i // n], answer_format) if f == FORMAT_MAX else None
+        for i, (r, f) in enumerate(zip(responses, scored.format, strict=True))
     ]
     for k in range(1, n + 1):
         passes, majorities = 0.0, 0.0
