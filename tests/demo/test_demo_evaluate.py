@@ -1,4 +1,5 @@
-"""Answer extraction of the demo's evaluation (pass@k and maj@k are tested in tests/eval)."""
+"""The demo's evaluation: answer extraction, maj@k votes in every response format, the eval plot
+(pass@k and maj@k themselves are tested in tests/eval)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,19 @@ def test_majority_votes_count_in_every_response_format(server, monkeypatch, fmt,
     assert results["format_rate"] == 1.0
     assert results["maj@1"] == pytest.approx(0.75)
     assert results["maj@3"] == pytest.approx(1.0)  # every 3 of the 4 samples hold two 7s
+
+
+def test_the_eval_plot_marks_whole_numbers_of_samples(tmp_path, monkeypatch):
+    from gtpo.demo import report
+
+    figures = []
+    monkeypatch.setattr(report, "_save", lambda fig, path: figures.append(fig) or str(path))
+    metrics = {f"{m}@{k}": 0.5 for m in ("pass", "maj") for k in (1, 2, 3, 4)}
+    results = {
+        "config": {"eval_samples": 4},
+        "methods": ["gtpo"],
+        "runs": [{"method": "gtpo", "seed": 0, "before": metrics, "after": metrics}],
+    }
+    report.plot_eval(tmp_path, results, {"gtpo": "tab:blue"})
+    for ax in figures[0].axes:
+        assert list(ax.get_xticks()) == [1, 2, 3, 4]

@@ -177,6 +177,7 @@ def plot_eval(out: Path, results: dict, colors: dict[str, str]) -> str:
                     label=method)  # fmt: skip
         ax.set_title(f"{metric}@k on held-out prompts")
         ax.set_xlabel("k")
+        ax.set_xticks(ks)  # k is a whole number of samples
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("share of prompts")
