@@ -167,18 +167,53 @@ def test_end_of_turn_is_a_trained_token_and_starts_the_backward_run(one_rank, fi
 
 
 def test_lambda_protects_tags_made_of_several_bpe_pieces(one_rank, fixture_files):
+    """GTPO's λ (Eq. 5) works on token ids, so a tag this tokenizer splits into several pieces is
+    protected piece by piece. Whether two completions of opposite sign in one sampled group both
+    end in the tag is up to the sampler (in 32 samples it often does not happen; the run's own
+    count is printed), so the run's formatted completions are paired with opposite advantages and
+    weighted by the production code: the backward run covers `</answer>`'s pieces and the
+    end-of-turn token, and stops where the two completions differ."""
+    from itertools import pairwise
+
+    import torch
+
+    from gtpo.conflict import conflict_weights
+
     tokenizer = tokenizer_of(fixture_files)
-    close_answer = tokenizer("</answer>", add_special_tokens=False)["input_ids"]
-    assert len(close_answer) > 1
-    protected = 0
-    for row in rows_of(one_rank, tokenizer):
-        tokens = (
-            row["tokens"][:-1] if row["tokens"][-1] == tokenizer.eos_token_id else row["tokens"]
-        )
-        span = len(tokens) - len(close_answer)
-        if row["advantage"] and tokens[span:] == close_answer:
-            protected += all(w != 1 for w in row["lambda"][span : len(tokens)])
-    assert protected > 0
+    eos = tokenizer.eos_token_id
+    tail = tokenizer("</answer>", add_special_tokens=False)["input_ids"] + [eos]
+    assert len(tail) > 2  # the tag alone is several pieces
+    rows = rows_of(one_rank, tokenizer)
+    formatted = sorted({tuple(r["tokens"]) for r in rows if r["tokens"][-len(tail) :] == tail})
+    assert len(formatted) >= 2, f"{len(formatted)} completions end in </answer><|im_end|>"
+    in_sampled_groups = sum(
+        all(w != 1 for w in r["lambda"][-len(tail) :])
+        for r in rows
+        if r["advantage"] and r["tokens"][-len(tail) :] == tail
+    )
+    print(f"\n</answer> protected in {in_sampled_groups} sampled completions of {len(rows)}")
+
+    for right, wrong in pairwise(formatted):
+        pair = [list(right), list(wrong)]
+        length = max(map(len, pair))
+        ids = torch.tensor([c + [eos] * (length - len(c)) for c in pair])
+        mask = torch.tensor([[t < len(c) for t in range(length)] for c in pair])
+        weights = conflict_weights(ids, mask, torch.tensor([1.0, -1.0]), group_size=2)
+        shared_end = next(
+            k for k in range(min(map(len, pair)) + 1)
+            if k == min(map(len, pair)) or pair[0][-1 - k] != pair[1][-1 - k]
+        )  # fmt: skip
+        shared_start = next(
+            k for k in range(min(map(len, pair)) + 1)
+            if k == min(map(len, pair)) or pair[0][k] != pair[1][k]
+        )  # fmt: skip
+        assert shared_end >= len(tail)
+        for row, value in ((0, 2.0), (1, 0.0)):
+            n = len(pair[row])
+            lam = weights[row, :n].tolist()
+            assert lam[n - shared_end :] == [value] * shared_end
+            if n - shared_end - 1 >= shared_start:  # the run stops where the two differ
+                assert lam[n - shared_end - 1] == 1.0
 
 
 def test_lambda_delta_on_every_token_with_h_ini_of_the_model(one_rank):
