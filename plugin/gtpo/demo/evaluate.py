@@ -22,7 +22,9 @@ from reward_server.format import opens_reasoning, parse
 from reward_server.protocol import FORMAT_MAX, is_correct
 
 
-def extract_answer(response: str, prompt: str = "", response_format: str = "paper") -> str | None:
+def extract_answer(
+    response: str, prompt: str = "", response_format: str = protocol.DEFAULT_FORMAT
+) -> str | None:
     """The final answer as the reward server reads it in ``response_format`` (the vote key for
     maj@k): the paper's last ``<answer>`` block, or think's and boxed's final answer, unwrapped
     (``\\boxed{7}`` and ``$7$`` vote as ``7``).
