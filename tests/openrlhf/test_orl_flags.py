@@ -196,6 +196,47 @@ REFUSED = {
     "no_h_ini_prompts": (["--gtpo.h_ini_prompts", "0"], "at least one prompt"),
     "reward_timeout_zero": (["--gtpo.reward_timeout", "0"], "number of seconds > 0"),
     "reward_timeout_nan": (["--gtpo.reward_timeout", "nan"], "number of seconds > 0"),
+    # OpenRLHF asserts this in train(), after ray.init and the placement group.
+    "colocated_reference_on_one_node": (
+        [
+            "--gtpo.algo",
+            "grpo",
+            "--algo.kl.init_coef",
+            "1e-6",
+            "--actor.num_nodes",
+            "2",
+            "--vllm.num_engines",
+            "2",
+            "--train.colocate_all",
+        ],
+        "Pass --ref.num_nodes 2 --ref.num_gpus_per_node 1",
+    ),
+    "engines_not_covering_colocated_policy": (
+        ["--train.colocate_all", "--vllm.num_engines", "2"],
+        "Pass --vllm.num_engines 1",
+    ),
+    # DeepSpeed asserts train_batch == micro × accumulation × ranks in each policy rank.
+    "train_batch_ranks_cannot_split": (
+        [
+            "--actor.num_gpus_per_node",
+            "2",
+            "--rollout.micro_batch_size",
+            "8",
+            "--train.micro_batch_size",
+            "4",
+            "--train.batch_size",
+            "36",
+        ],
+        "Pass --train.batch_size 32 or 40",
+    ),
+    "qlora": (
+        ["--ds.load_in_4bit", "--ds.lora.rank", "128"],
+        "Drop --ds.load_in_4bit and train bf16 LoRA",
+    ),
+    "wandb_run_without_key": (
+        ["--logger.wandb.run_name", "gtpo-run"],
+        "OpenRLHF starts W&B only with --logger.wandb.key",
+    ),
     # 32 samples in micro-batches of 3 over 2 ranks: 18 and 14 rows, 2 and 1 training
     # micro-batches of 8, so one rank would wait in a collective the other never joins.
     "uneven_training_split": (
@@ -213,7 +254,10 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
-def test_forbidden_settings_are_refused_with_what_to_change(run_orl, base_argv, caplog, case):
+def test_forbidden_settings_are_refused_with_what_to_change(
+    run_orl, base_argv, caplog, monkeypatch, case
+):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
     extra, message = REFUSED[case]
     if extra is None:  # KL left at OpenRLHF's default
         i = base_argv.index("--algo.kl.init_coef")
@@ -346,7 +390,7 @@ def test_samples_that_drop_last_leaves_out_are_warned_about(openrlhf_args, caplo
     with caplog.at_level(logging.WARNING, logger="gtpo"):
         openrlhf_args(
             "--actor.num_gpus_per_node", "2", "--rollout.micro_batch_size", "8",
-            "--train.micro_batch_size", "6",
+            "--train.micro_batch_size", "6", "--train.batch_size", "24",
         )  # fmt: skip
     assert "8 of the 32 samples of each step are never trained on" in caplog.text
 
@@ -375,6 +419,30 @@ def test_dynamic_filtering_ranges_that_keep_no_mixed_group_are_warned_about(
         assert not warned
     else:
         assert len(warned) == 1 and warning in warned[0], warned
+
+
+def test_a_colocated_reference_on_the_policys_nodes_is_accepted(openrlhf_args):
+    args = openrlhf_args(
+        "--gtpo.algo", "grpo", "--algo.kl.init_coef", "1e-6", "--actor.num_nodes", "2",
+        "--vllm.num_engines", "2", "--train.colocate_all", "--ref.num_nodes", "2",
+        "--ref.num_gpus_per_node", "1",
+    )  # fmt: skip
+    # What train_ppo_ray.py's assert compares once Ray is up.
+    assert (args.ref.num_nodes, args.ref.num_gpus_per_node) == (
+        args.actor.num_nodes,
+        args.actor.num_gpus_per_node,
+    )
+
+
+def test_a_wandb_run_takes_its_key_from_the_environment(openrlhf_args, monkeypatch):
+    """OpenRLHF's PPOTrainer starts W&B only when `args.logger.wandb.key` is truthy."""
+    monkeypatch.setenv("WANDB_API_KEY", "key-from-env")
+    args = openrlhf_args("--logger.wandb.run_name", "gtpo-run")
+    assert args.logger.wandb.key == "key-from-env" and args.logger.wandb.run_name == "gtpo-run"
+    # A key on the command line wins; no W&B flag at all leaves W&B off, key or not.
+    given = openrlhf_args("--logger.wandb.run_name", "r", "--logger.wandb.key", "given")
+    assert given.logger.wandb.key == "given"
+    assert openrlhf_args().logger.wandb.key is None
 
 
 def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):

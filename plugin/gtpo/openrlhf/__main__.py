@@ -1,6 +1,6 @@
 """`gtpo-openrlhf` / `python -m gtpo.openrlhf`: OpenRLHF's train_ppo_ray with GTPO inside.
 
-    gtpo-openrlhf [every openrlhf.cli.train_ppo_ray flag] [--gtpo.* flags]
+    gtpo-openrlhf [--dry-run] [every openrlhf.cli.train_ppo_ray flag] [--gtpo.* flags]
 
 OpenRLHF builds its parser inline under `if __name__ == "__main__"` and parses strictly, so the
 launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3)
@@ -9,20 +9,28 @@ and check the GTPO flags), `PPOTrainer`, `PPOTrainerAsync`, `PolicyModelActor` a
 `RolloutRayActor` (to the Ray actor subclasses of `gtpo.openrlhf.actors` and
 `gtpo.openrlhf.async_training`) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No
 OpenRLHF file is modified; the rebinding is undone when training returns.
+
+`--dry-run` runs the same command line up to the first call `train(args)` makes once Ray is up
+(`compat.DRY_RUN_STOP`), with Ray reported as already running so none starts: OpenRLHF's parser
+and its own checks, every GTPO refusal and OpenRLHF's layout rules (`plan.layout_refusals`) have
+run by then. It prints the plan (`plan.render`) and exits 0, or exits 2 listing every refusal.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import logging
 import runpy
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
-from gtpo.config import GTPOConfigError, namespace_values
-from gtpo.openrlhf import compat, enable_logging
+from gtpo.config import GTPOConfig, GTPOConfigError, namespace_values
+from gtpo.openrlhf import compat, enable_logging, plan
 from gtpo.openrlhf.compat import OpenRLHFIncompatibleError, check_openrlhf
 from gtpo.openrlhf.flags import (
     build_parser,
@@ -39,10 +47,36 @@ from gtpo.reward_client import RewardServerError, quiet_request_logs
 logger = logging.getLogger(__name__)
 
 TARGET = compat.LAUNCH_MODULE
+DRY_RUN = "--dry-run"
+
+
+class DryRunStop(Exception):
+    """Raised where train(args) would start placing models; carries the final args."""
+
+    def __init__(self, args: Any) -> None:
+        super().__init__("dry run: stopped before train(args) placed anything")
+        self.final_args = args  # not `args`: BaseException's own
+
+
+@dataclass
+class Checked:
+    """What the wrapped hierarchize found: the GTPO config and the OpenRLHF settings it set."""
+
+    config: GTPOConfig | None = None
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+
+def _stop(args: Any) -> None:
+    raise DryRunStop(args)
 
 
 @contextmanager
-def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ()) -> Iterator[None]:
+def installed(
+    gtpo_flags: argparse.Namespace,
+    openrlhf_argv: Sequence[str] = (),
+    checked: Checked | None = None,
+    dry_run: bool = False,
+) -> Iterator[None]:
     """Rebind OpenRLHF's hierarchize and Ray actor classes for the duration.
 
     `gtpo_flags` is the flat namespace of `parse_gtpo_flags` (dests like "gtpo.gamma"); the
@@ -51,19 +85,24 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
     GTPO owns (−γ, and the loss aggregation unless `openrlhf_argv` names it).
     PPOTrainer, PolicyModelActor and the vLLM RolloutRayActor become GTPO's subclasses; the
     rollout actor is handed --gtpo.reward_timeout (create_vllm_engines builds its arguments).
-    The names replaced are `compat.REBOUND`.
+    The names replaced are `compat.REBOUND`; with `dry_run` also `compat.DRY_RUN_STOP` (raises
+    DryRunStop) and `compat.DRY_RUN_NO_RAY`. `checked` receives the config and what it changed.
     """
     from gtpo.openrlhf import actors, async_training
 
-    modules = {name: importlib.import_module(module) for module, name in compat.REBOUND}
+    rebound = [*compat.REBOUND, *((compat.DRY_RUN_STOP, compat.DRY_RUN_NO_RAY) if dry_run else ())]
+    modules = {name: importlib.import_module(module) for module, name in rebound}
     original_hierarchize = modules["hierarchize"].hierarchize
+    checked = checked if checked is not None else Checked()
 
     def hierarchize(args: argparse.Namespace):
         clash = set(vars(args)) & set(vars(gtpo_flags))
         if clash:
             raise GTPOConfigError(f"OpenRLHF already defines {sorted(clash)}; rename the flags")
         nested = original_hierarchize(argparse.Namespace(**vars(args), **vars(gtpo_flags)))
-        configure(nested, given_flags(openrlhf_argv))
+        before = copy.deepcopy(nested)
+        checked.config = configure(nested, given_flags(openrlhf_argv))
+        checked.changes = plan.changed_settings(before, nested)
         compat.check_behaviour(nested)
         return nested
 
@@ -78,6 +117,9 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
             actors.GTPORolloutRayActor, reward_timeout=reward_timeout
         ),
     }
+    if dry_run:
+        replacements[compat.DRY_RUN_STOP[1]] = _stop
+        replacements[compat.DRY_RUN_NO_RAY[1]] = lambda: True
     saved = [(modules[name], name, getattr(modules[name], name)) for name in replacements]
     for name, value in replacements.items():
         setattr(modules[name], name, value)
@@ -91,12 +133,18 @@ def installed(gtpo_flags: argparse.Namespace, openrlhf_argv: Sequence[str] = ())
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `gtpo-openrlhf`; exits 2 with a message on a refused command line."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    dry_run = DRY_RUN in argv
+    argv = [token for token in argv if token != DRY_RUN]
     enable_logging()
     quiet_request_logs(logging.getLogger("gtpo").getEffectiveLevel())
     gtpo_tokens, openrlhf_argv = split_argv(argv)
     if "-h" in openrlhf_argv or "--help" in openrlhf_argv:
         build_parser().print_help(sys.stdout)
-        sys.stdout.write("\nOpenRLHF's train_ppo_ray flags follow.\n\n")
+        sys.stdout.write(
+            f"\n{DRY_RUN}: check the command line and print the plan (placement, micro-batches "
+            "per rank, steps) without starting Ray, loading weights or reaching the hub.\n"
+            "\nOpenRLHF's train_ppo_ray flags follow.\n\n"
+        )
     gtpo_flags = parse_gtpo_flags(gtpo_tokens)
     try:
         version = check_openrlhf()
@@ -107,9 +155,20 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     saved_argv = sys.argv
     sys.argv = ["gtpo-openrlhf", *openrlhf_argv]
+    checked = Checked()
     try:
-        with installed(gtpo_flags, openrlhf_argv):
+        with installed(gtpo_flags, openrlhf_argv, checked, dry_run=dry_run):
             runpy.run_module(TARGET, run_name="__main__", alter_sys=False)
+    except DryRunStop as stop:
+        sys.stdout.write(
+            plan.render(stop.final_args, checked.config, checked.changes, version) + "\n"
+        )
+    except AssertionError as exc:
+        if not dry_run:
+            raise
+        # In a dry run nothing past OpenRLHF's own command-line checks runs: this is one.
+        logger.error("OpenRLHF refuses this command line: %s", exc)
+        raise SystemExit(2) from None
     except (GTPOConfigError, OpenRLHFIncompatibleError) as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None

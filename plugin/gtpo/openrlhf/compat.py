@@ -156,6 +156,7 @@ GLOBAL_BATCH_SIZE = "global_batch_size"
 LAUNCH_MODULE = "openrlhf.cli.train_ppo_ray"
 LAUNCH_IMPORTS = (
     "from openrlhf.utils.config import hierarchize",
+    "from openrlhf.utils import get_strategy",
     "from openrlhf.trainer.ray.ppo_actor import PolicyModelActor",
     "from openrlhf.trainer.ppo_trainer import PPOTrainer",
 )
@@ -167,6 +168,12 @@ REBOUND = (
     ("openrlhf.trainer.ray.ppo_actor", "PolicyModelActor"),
     ("openrlhf.trainer.ray.vllm_engine", "RolloutRayActor"),
 )
+
+# `--dry-run` stops train(args) at its first call once Ray is up (get_strategy), with
+# `ray.is_initialized` answering True so that train() starts no Ray: every check of the
+# command line, OpenRLHF's own included, has run by then, and nothing has been placed.
+DRY_RUN_STOP = ("openrlhf.utils", "get_strategy")
+DRY_RUN_NO_RAY = ("ray", "is_initialized")
 
 # --- the command line ---------------------------------------------------------------------
 
@@ -222,6 +229,31 @@ RING_ATTN_SIZE = Arg("ds.ring_attn_size")
 ZERO_STAGE = Arg("ds.zero_stage")
 TENSOR_PARALLEL_SIZE = Arg("ds.tensor_parallel_size")
 VLLM_SLEEP = Arg("vllm.enable_sleep")
+# The placement train() builds after Ray starts (and the asserts it makes there).
+REF_NODES = Arg("ref.num_nodes")
+REF_GPUS_PER_NODE = Arg("ref.num_gpus_per_node")
+VLLM_ENGINES = Arg("vllm.num_engines")
+VLLM_TENSOR_PARALLEL_SIZE = Arg("vllm.tensor_parallel_size")
+MODEL = Arg("actor.model_name_or_path")
+PROMPT_DATASET = Arg("data.prompt_dataset")
+PROMPT_PROBS = Arg("data.prompt_probs")
+INPUT_KEY = Arg("data.input_key")
+LABEL_KEY = Arg("data.label_key")
+MAX_SAMPLES = Arg("data.max_samples")
+NUM_EPISODES = Arg("train.num_episodes")
+REMOTE_URL = Arg("reward.remote_url")
+MAX_NEW_TOKENS = Arg("rollout.max_new_tokens")
+MAX_LEN = Arg("data.max_len")
+LOAD_IN_4BIT = Arg("ds.load_in_4bit")
+LORA_RANK = Arg("ds.lora.rank")
+# W&B starts only when the key is set (PPOTrainer: `WandbLogger(args) if
+# args.logger.wandb.key else None`); the other wandb flags alone change nothing.
+TENSORBOARD_DIR = Arg("logger.tensorboard_dir")
+WANDB_KEY = Arg("logger.wandb.key")
+WANDB_SETTINGS = (
+    Arg("logger.wandb.run_name"), Arg("logger.wandb.project"), Arg("logger.wandb.org"),
+    Arg("logger.wandb.group"),
+)  # fmt: skip
 
 ARGS = (
     ADVANTAGE_ESTIMATOR, GROUP_SIZE, ROLLOUT_BATCH_SIZE, TRAIN_BATCH_SIZE, MAX_EPOCHS, ASYNC,
@@ -229,7 +261,10 @@ ARGS = (
     KL_LOSS, POLICY_LOSS_TYPE, ENTROPY_COEF, LOSS_AGG_MODE, RING_ATTN_SIZE, TENSOR_PARALLEL_SIZE,
     VLLM_SLEEP, REWARD_CLIP_RANGE, ACTOR_NODES, ACTOR_GPUS_PER_NODE, CKPT_LOAD, CKPT_PATH,
     ROLLOUT_MICRO_BATCH_SIZE, TRAIN_MICRO_BATCH_SIZE, DYNAMIC_FILTERING, DYNAMIC_FILTERING_RANGE,
-    ZERO_STAGE, ASYNC_QUEUE_SIZE, GENERATE_BATCH_SIZE,
+    ZERO_STAGE, ASYNC_QUEUE_SIZE, GENERATE_BATCH_SIZE, REF_NODES, REF_GPUS_PER_NODE, VLLM_ENGINES,
+    VLLM_TENSOR_PARALLEL_SIZE, MODEL, PROMPT_DATASET, PROMPT_PROBS, TENSORBOARD_DIR, INPUT_KEY,
+    LABEL_KEY, MAX_SAMPLES, NUM_EPISODES, REMOTE_URL, MAX_NEW_TOKENS, MAX_LEN, LOAD_IN_4BIT,
+    LORA_RANK, WANDB_KEY, *WANDB_SETTINGS,
 )  # fmt: skip
 
 

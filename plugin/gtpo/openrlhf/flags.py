@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from gtpo.config import FLAG_PREFIX, GTPOConfig, GTPOConfigError, add_arguments, flag
-from gtpo.openrlhf import compat
+from gtpo.openrlhf import compat, plan
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,41 @@ def _refusals(args: Any) -> list[str]:
     split = _training_split(args)
     if split:
         problems.append(split)
+    if compat.LOAD_IN_4BIT.get(args):
+        problems.append(_QLORA_REFUSAL)
     return problems
+
+
+# The authors' own setting is QLoRA (4-bit base, rank 128); the weight sync cannot serve it.
+_QLORA_REFUSAL = (
+    f"{compat.LOAD_IN_4BIT.flag}: the weight sync to the rollout engines reads each weight's "
+    "param.data, which bitsandbytes' 4-bit layers hold as packed NF4 bytes, not weights. With "
+    f"{compat.LORA_RANK.flag} the merge W + B·A·α/r (gtpo/openrlhf/lora.py) would add the "
+    "adapters' update to those bytes, and without LoRA OpenRLHF sends the bytes as they are: "
+    "either way vLLM would generate from garbage. Drop "
+    f"{compat.LOAD_IN_4BIT.flag} and train bf16 LoRA ({compat.LORA_RANK.flag} 128 keeps the "
+    "authors' rank)."
+)
+
+
+def _wandb_refusal(args: Any, given_flags: Collection[str]) -> str | None:
+    """OpenRLHF starts W&B only when --logger.wandb.key is set; a command that names a W&B run
+    without it would log to TensorBoard alone. The key then comes from WANDB_API_KEY (set in
+    place), or the command is refused."""
+    asked = [a.flag for a in compat.WANDB_SETTINGS if a.flag in given_flags]
+    if compat.WANDB_KEY.get(args) or not asked:
+        return None
+    key = plan.wandb_key_from_environment()
+    if key:
+        compat.WANDB_KEY.set(args, key)
+        return None
+    return (
+        f"{', '.join(asked)} names a W&B run, but OpenRLHF starts W&B only with "
+        f"{compat.WANDB_KEY.flag} (its trainer: `WandbLogger(args) if args.logger.wandb.key`), "
+        "so the run would log to TensorBoard alone. Export WANDB_API_KEY where gtpo-openrlhf "
+        f"runs (the launcher passes it as {compat.WANDB_KEY.flag}), pass "
+        f"{compat.WANDB_KEY.flag}, or drop {', '.join(asked)}."
+    )
 
 
 def _async_refusals(args: Any) -> list[str]:
@@ -393,8 +427,10 @@ def _unclip_centred_rewards(args: Any, given_flags: Collection[str]) -> None:
 def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
     """Check hierarchized OpenRLHF args against GTPO and set what GTPO owns, in place.
 
-    Raises GTPOConfigError listing every refused setting: OpenRLHF's that contradict GTPO and
-    the `--gtpo.*` values GTPOConfig refuses. In GTPO mode sets `--actor.entropy_coef` to −γ
+    Raises GTPOConfigError listing every refused setting: OpenRLHF's that contradict GTPO, the
+    `--gtpo.*` values GTPOConfig refuses, OpenRLHF's layout rules that it checks only after Ray
+    has started (`plan.layout_refusals`), 4-bit weights, and a W&B run named without a key
+    (the key is taken from WANDB_API_KEY when set). In GTPO mode sets `--actor.entropy_coef` to −γ
     in the penalty form (None when γ = 0 and in the advantage form, whose γ⟨H⟩_i goes into the
     advantages; None also skips OpenRLHF's extra entropy pass) and, unless
     `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the command line),
@@ -405,7 +441,10 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
     """
     config, config_problems = _checked_config(args)
     problems = _refusals(args) + (_gtpo_refusals(args, config) if config.is_gtpo else [])
-    problems += config_problems
+    problems += config_problems + plan.layout_refusals(args)
+    wandb = _wandb_refusal(args, given_flags)
+    if wandb:
+        problems.append(wandb)
     if problems:
         raise GTPOConfigError(
             "gtpo-openrlhf refuses this command line:\n" + "\n".join(f"  - {p}" for p in problems),
