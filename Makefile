@@ -8,6 +8,8 @@
 #                     cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd)
 #   make lint
+#   make dist         a wheel of this package in dist/ (DIST=...), to install the same build on
+#                     every node: pip install "dist/gtpo-VERSION-py3-none-any.whl[openrlhf,server]"
 
 PYTHON ?= python
 PIP = $(PYTHON) -m pip
@@ -17,7 +19,9 @@ STAMP = .make/installed-$(shell $(PYTHON) -c "import sys, zlib; print(zlib.crc32
 # `make install` installs all of them (tests/conftest.py reads this).
 STRICT = GTPO_TEST_STRICT=1
 
-.PHONY: install test test-slow test-docker lint
+DIST ?= dist
+
+.PHONY: install test test-slow test-docker lint dist
 
 $(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt
 	$(PIP) install -c constraints.txt -e ".[dev]"
@@ -45,3 +49,6 @@ test-docker: install
 
 lint:
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+
+dist:
+	rm -rf $(DIST) && $(PIP) wheel --no-deps -w $(DIST) .
