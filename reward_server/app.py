@@ -36,6 +36,7 @@ def build_service(settings: Settings) -> Service:
         symbolic_equivalent,
         size=settings.verify_workers,
         timeout_s=settings.verify_timeout_s,
+        wall_timeout_s=settings.verify_wall_timeout_s,
         memory_mb=settings.worker_memory_mb,
         max_tasks=settings.worker_max_tasks,
         hang_answer=settings.debug_hang_answer,
@@ -43,6 +44,7 @@ def build_service(settings: Settings) -> Service:
         on_timing=metrics.on_timing,
         on_size=metrics.on_size,
         on_rerun=metrics.on_rerun,
+        on_timeout=metrics.on_timeout,
     )
     verifier = Verifier(
         pool,

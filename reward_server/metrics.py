@@ -19,6 +19,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from reward_server.pool import CAUSE_CPU, CAUSE_QUEUE, CAUSE_WALL
+
 
 class Metrics:
     """Every metric the service exports under ``/metrics`` (names prefixed ``gtpo_rs_``)."""
@@ -44,8 +46,14 @@ class Metrics:
             "gtpo_rs_format", "Format verdicts by reason", ["reason"], registry=r
         )
         self.timeouts = Counter(
-            "gtpo_rs_verify_timeouts", "Symbolic checks killed at the timeout", registry=r
+            "gtpo_rs_verify_timeouts",
+            "Symbolic checks timed out, by cause: cpu (their CPU budget), wall (the wall-clock "
+            "safety net while running), queue (the net while waiting for a worker)",
+            ["cause"],
+            registry=r,
         )
+        for cause in (CAUSE_CPU, CAUSE_WALL, CAUSE_QUEUE):
+            self.timeouts.labels(cause)  # exported at 0 from the start
         self.cache = Counter(
             "gtpo_rs_cache_lookups",
             "Verdict cache lookups (hit includes in-flight sharing)",
@@ -62,6 +70,12 @@ class Metrics:
         self.verify_busy = Histogram(
             "gtpo_rs_verify_seconds",
             "Time of a symbolic check in a worker",
+            buckets=check_buckets,
+            registry=r,
+        )
+        self.verify_cpu = Histogram(
+            "gtpo_rs_verify_cpu_seconds",
+            "CPU time of a symbolic check in a worker (what its budget counts)",
             buckets=check_buckets,
             registry=r,
         )
@@ -92,9 +106,10 @@ class Metrics:
     def on_cache(self, hit: bool) -> None:
         self.cache.labels("hit" if hit else "miss").inc()
 
-    def on_timing(self, queued: float, busy: float) -> None:
+    def on_timing(self, queued: float, busy: float, cpu: float) -> None:
         self.verify_queued.observe(queued)
         self.verify_busy.observe(busy)
+        self.verify_cpu.observe(cpu)
 
     def on_size(self, live: int) -> None:
         self.workers_alive.set(live)
@@ -104,8 +119,9 @@ class Metrics:
 
     def on_restart(self, reason: str) -> None:
         self.restarts.labels(reason).inc()
-        if reason == "timeout":
-            self.timeouts.inc()
+
+    def on_timeout(self, cause: str) -> None:
+        self.timeouts.labels(cause).inc()
 
 
 def exposition(metrics: Metrics) -> tuple[bytes, str]:

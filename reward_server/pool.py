@@ -1,12 +1,25 @@
-"""A pool of verification processes with a hard per-item timeout.
+"""A pool of verification processes with a hard per-item budget.
 
 ``concurrent.futures.ProcessPoolExecutor`` cannot stop one stuck task: sympy can spend minutes
-(or all memory) on ``10^{10^{10^{10}}}``. Here each worker process has its own pipe; the event
-loop waits on the pipe with a deadline, and a worker that misses it is SIGKILLed and replaced
-while the other workers keep serving. A check whose worker dies under it (killed by an operator
-or the OOM killer, or exited after a MemoryError on an earlier answer) is run again on the
-replacement, within one timeout's worth of time, so a lost process does not become a wrong
-reward; a worker that dies while idle is replaced at once. Workers are started with the
+(or all memory) on ``10^{10^{10^{10}}}``. Here each worker process has its own pipe and runs one
+check at a time under two bounds:
+
+- **CPU budget** (``timeout_s``): the check may use this much of its worker's CPU time. The
+  worker arms a CPU-time timer (``ITIMER_PROF``) before each check; when it fires, the kernel
+  ends the worker (SIGPROF's default action, so even a check stuck inside one C call is
+  stopped). CPU time is what decides, not wall time: a check that waits for a CPU on a busy
+  machine, or for a free worker, uses none, so the same answer gets the same verdict however
+  loaded the machine is.
+- **Wall-clock safety net** (``wall_timeout_s``, several times the budget): from the answer's
+  arrival, waiting for a worker included. Past it the caller gets its verdict and a worker still
+  on the check is SIGKILLed: it bounds how long any answer can take when the machine is so busy
+  that the budget alone would take too long, and catches a check that hangs without using CPU.
+
+A killed worker is replaced while the other workers keep serving. A check whose worker dies
+under it for another reason (killed by an operator or the OOM killer, or exited after a
+MemoryError on an earlier answer) is run again on the replacement, within the safety net, so a
+lost process does not become a wrong reward; a worker that dies while idle is replaced at once.
+Workers are started with the
 ``forkserver`` context on Linux (never plain ``fork``: the server is multi-threaded); the
 forkserver imports and warms the verifier once (``forkserver_init.py``), so a replacement is
 ready in milliseconds.
@@ -40,6 +53,10 @@ _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a 
 # taken the timeout in all): an answer that does crash workers costs a few restarts, then
 # scores 0 as ``worker_error``.
 _MAX_RUNS_WHEN_LOST = 10
+# The wall-clock safety net when none is given: this many CPU budgets. Two CPU-bound processes
+# beside two workers on two cores leave each worker about a quarter of a core (the workers run
+# at a lower priority), so a check that uses its whole budget then takes about 4x its wall time.
+WALL_NET_FACTOR = 5.0
 WORKER_NICENESS = 5  # added to a verification worker's nice value (lower CPU priority)
 PROCESS_NAME = "gtpo-rs-verify"  # what ps/top show for a verification worker (Linux)
 
@@ -50,6 +67,14 @@ class PoolResult:
 
     equal: bool
     reason: str
+
+
+# Why a check timed out (the ``cause`` label of ``gtpo_rs_verify_timeouts_total``): its CPU
+# budget ran out (the answer's cost), or the wall-clock safety net passed while it ran or while
+# it waited for a worker (the machine's load).
+CAUSE_CPU = "cpu"
+CAUSE_WALL = "wall"
+CAUSE_QUEUE = "queue"
 
 
 def die_with_parent() -> None:
@@ -68,8 +93,11 @@ def _name_process(name: str) -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(15, name.encode()[:15])  # PR_SET_NAME
 
 
-def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memory_mb: int) -> None:
-    """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason)."""
+def _worker_main(
+    conn: Connection, target: Target, hang_answer: str | None, memory_mb: int, cpu_s: float
+) -> None:
+    """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason, CPU
+    seconds the check used). A check that uses ``cpu_s`` of CPU time ends this process."""
     die_with_parent()
     _name_process(PROCESS_NAME)
     # Checks are batch work; the server's event loop is what keeps every answer's deadline.
@@ -79,6 +107,12 @@ def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memo
         os.nice(WORKER_NICENESS)
     # Ctrl-C reaches the whole process group; shutting workers down is the parent's job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The CPU budget: SIGPROF's default action ends the process, which the pool reads from the
+    # exit status. No Python handler: it would only run between bytecodes, never inside a long
+    # C call (big-integer arithmetic), which is where a costly check spends its time.
+    budget = hasattr(signal, "setitimer")  # Unix; elsewhere the wall-clock net alone bounds it
+    if budget:
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
     if memory_mb > 0:
         import resource
 
@@ -98,17 +132,25 @@ def _worker_main(conn: Connection, target: Target, hang_answer: str | None, memo
         if msg is None:
             return
         job_id, answer, reference = msg
-        if hang_answer is not None and answer == hang_answer:
-            time.sleep(10**6)  # test hook: behave like a hung sympy call
         fatal = False
+        cpu0 = time.process_time()
+        if budget:
+            signal.setitimer(signal.ITIMER_PROF, cpu_s)  # counts this process's CPU time only
         try:
+            if hang_answer is not None and answer == hang_answer:
+                while True:  # test hook: behave like a hung sympy call, which burns CPU
+                    pass
             equal, reason = target(answer, reference)
         except MemoryError:
             equal, reason, fatal = False, Reason.WORKER_ERROR, True
         except Exception:  # a parser bug must cost one answer, never the worker
             equal, reason = False, Reason.WORKER_ERROR
+        finally:
+            if budget:
+                signal.setitimer(signal.ITIMER_PROF, 0)  # disarmed while idle
+        cpu = time.process_time() - cpu0
         try:
-            conn.send((job_id, bool(equal), str(reason)))
+            conn.send((job_id, bool(equal), str(reason), cpu))
         except (OSError, ValueError):
             return
         if fatal:
@@ -124,8 +166,8 @@ class _Worker:
 
 @dataclass
 class _Job:
-    """One queued check. ``deadline`` (``time.perf_counter()``) is when its caller stops
-    waiting: the timeout runs from when the answer arrived, not from when a worker took it."""
+    """One queued check. ``deadline`` (``time.perf_counter()``) is the wall-clock safety net:
+    when its caller stops waiting, counted from when the answer arrived."""
 
     answer: str
     reference: str
@@ -136,9 +178,13 @@ class _Job:
 
 
 class _WorkerLost(Exception):
-    def __init__(self, reason: str) -> None:
+    """The worker ended without an answer: ``reason`` is the verdict's (``timeout``,
+    ``worker_error``), ``cause`` a timeout's cause (``CAUSE_CPU``, ``CAUSE_WALL``)."""
+
+    def __init__(self, reason: str, cause: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.cause = cause
 
 
 def _context() -> mp.context.BaseContext:
@@ -150,7 +196,9 @@ def _context() -> mp.context.BaseContext:
 
 
 class VerifierPool:
-    """``size`` worker processes running ``target(answer, reference)`` with a hard timeout.
+    """``size`` worker processes running ``target(answer, reference)``, each check bounded by
+    ``timeout_s`` of its worker's CPU time and by ``wall_timeout_s`` of wall-clock time from the
+    answer's arrival (default ``WALL_NET_FACTOR`` CPU budgets).
 
     Use from one event loop: ``await start()``, ``await run(a, r)``, ``await close()``.
     """
@@ -161,27 +209,39 @@ class VerifierPool:
         size: int,
         timeout_s: float,
         *,
+        wall_timeout_s: float | None = None,
         memory_mb: int = 0,
         max_tasks: int = 0,
         hang_answer: str | None = None,
         on_restart: Callable[[str], None] | None = None,
-        on_timing: Callable[[float, float], None] | None = None,
+        on_timing: Callable[[float, float, float], None] | None = None,
         on_size: Callable[[int], None] | None = None,
         on_rerun: Callable[[], None] | None = None,
+        on_timeout: Callable[[str], None] | None = None,
     ) -> None:
+        wall_timeout_s = WALL_NET_FACTOR * timeout_s if wall_timeout_s is None else wall_timeout_s
+        if wall_timeout_s < timeout_s:
+            raise ValueError(
+                f"the wall-clock safety net ({wall_timeout_s} s) is below the CPU budget "
+                f"({timeout_s} s): a check could never use its budget; raise the net"
+            )
         self._target = target
         self._size = size
         self._timeout_s = timeout_s
+        self._wall_timeout_s = wall_timeout_s
         self._memory_mb = memory_mb
         self._max_tasks = max_tasks
         self._hang_answer = hang_answer
         self._on_restart = on_restart or (lambda reason: None)
-        # (seconds waiting for a free worker, seconds in the worker) of every finished check
-        self._on_timing = on_timing or (lambda queued, busy: None)
+        # (seconds waiting for a free worker, seconds in the worker, CPU seconds the worker
+        # used) of every finished check
+        self._on_timing = on_timing or (lambda queued, busy, cpu: None)
         # live worker processes after every start or kill (a gauge: full size means recovered)
         self._on_size = on_size or (lambda n: None)
         # a check is run again because its worker died under it
         self._on_rerun = on_rerun or (lambda: None)
+        # a check timed out, with its cause (CAUSE_CPU, CAUSE_WALL, CAUSE_QUEUE)
+        self._on_timeout = on_timeout or (lambda cause: None)
         self._ctx = _context()
         self._ids = itertools.count()
         self._procs: set[mp.process.BaseProcess] = set()
@@ -198,7 +258,7 @@ class VerifierPool:
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
             target=_worker_main,
-            args=(child, self._target, self._hang_answer, self._memory_mb),
+            args=(child, self._target, self._hang_answer, self._memory_mb, self._timeout_s),
             daemon=True,
             name="gtpo-rs-verify",
         )
@@ -272,24 +332,33 @@ class VerifierPool:
     ) -> PoolResult:
         """Check one pair; a timeout or crashed worker gives ``equal=False``.
 
-        ``deadline`` (``time.perf_counter()``; default: now + the timeout) bounds the whole
-        check, waiting for a free worker included: past it the caller gets ``timeout`` (its
-        worker is killed) or ``queue_timeout`` (no worker was free in time; not the answer's
-        fault, so never cached), however long the queue.
+        The check gets ``timeout_s`` of its worker's CPU time, however long it waits for a
+        worker or for a CPU. ``deadline`` (``time.perf_counter()``) is the caller's: one CPU
+        budget after the answer arrived, as the routes and the scorer compute it (default: one
+        budget from now). The wall-clock safety net ends ``wall_timeout_s`` after that arrival,
+        waiting for a free worker included: past it the caller gets ``timeout`` (its worker is
+        killed) or ``queue_timeout`` (no worker was free in time; not the answer's fault, so
+        never cached), however long the queue.
         """
         if self._queue is None or self._closed:
             raise RuntimeError("verification pool is not running")
         now = time.perf_counter()
-        deadline = now + self._timeout_s if deadline is None else deadline
+        arrived = now if deadline is None else deadline - self._timeout_s
+        net = arrived + self._wall_timeout_s
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
-        job = _Job(answer, reference, fut, now, deadline)
+        job = _Job(answer, reference, fut, now, net)
         self._queue.put_nowait(job)
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), max(0.0, deadline - now))
+            return await asyncio.wait_for(asyncio.shield(fut), max(0.0, net - now))
         except asyncio.TimeoutError:
-            result = PoolResult(False, Reason.TIMEOUT if job.started else Reason.QUEUE_TIMEOUT)
             if not fut.done():
-                fut.set_result(result)  # a slot that takes the job later skips it
+                # A running check is killed by its slot, which counts it; a queued one is
+                # skipped by the slot that takes it later.
+                if not job.started:
+                    self._on_timeout(CAUSE_QUEUE)
+                fut.set_result(
+                    PoolResult(False, Reason.TIMEOUT if job.started else Reason.QUEUE_TIMEOUT)
+                )
             return fut.result()
 
     async def _run_slot(self, worker: _Worker) -> None:
@@ -339,58 +408,71 @@ class VerifierPool:
         fut = job.fut
         for run in range(1, _MAX_RUNS_WHEN_LOST + 1):
             try:
-                result = await self._ask(worker, job.answer, job.reference, job.deadline)
+                result, cpu = await self._ask(worker, job.answer, job.reference, job.deadline)
             except _WorkerLost as lost:
-                # A hung check is the answer's doing: running it again would cost another
-                # timeout. A worker that died under a check usually is not (an operator, the OOM
-                # killer): run it again while the job's deadline allows, so that an answer which
-                # does kill workers gets no more time than a hung one.
+                if lost.cause is not None:
+                    self._on_timeout(lost.cause)
+                # A timed-out check is the answer's doing (its budget) or ran into the safety
+                # net: running it again would cost another timeout. A worker that died under a
+                # check usually is not (an operator, the OOM killer): run it again while the
+                # job's net allows, so that an answer which does kill workers gets no more time
+                # than a hung one.
                 last = (
-                    lost.reason == "timeout"
+                    lost.reason == Reason.TIMEOUT
                     or run == _MAX_RUNS_WHEN_LOST
                     or time.perf_counter() >= job.deadline
                 )
                 if last and not fut.done():
                     fut.set_result(PoolResult(False, lost.reason))  # before the restart
-                worker = await self._replace(worker, lost.reason)
+                worker = await self._replace(worker, str(lost.reason))
                 if last or fut.done():
                     return worker
                 self._on_rerun()
                 continue
             if not fut.done():
                 fut.set_result(result)
-            self._on_timing(started - job.queued_at, time.perf_counter() - started)
+            self._on_timing(started - job.queued_at, time.perf_counter() - started, cpu)
             return worker
         return worker
 
     async def _ask(
         self, worker: _Worker, answer: str, reference: str, deadline: float
-    ) -> PoolResult:
+    ) -> tuple[PoolResult, float]:
+        """One run of a check on ``worker``: its result and the CPU seconds it used; raises
+        ``_WorkerLost`` when the worker ends first (its budget, the net, or a crash)."""
         loop = asyncio.get_running_loop()
         job_id = next(self._ids)
         try:
             worker.conn.send((job_id, answer, reference))
         except (OSError, ValueError) as exc:
-            raise _WorkerLost("worker_error") from exc
+            raise _WorkerLost(Reason.WORKER_ERROR) from exc
         readable: asyncio.Future[None] = loop.create_future()
         fd = worker.conn.fileno()
         loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
         try:
-            # The job's deadline, never more than one timeout: the worker is killed past it.
-            wait = min(self._timeout_s, deadline - time.perf_counter())
-            await asyncio.wait_for(readable, max(0.0, wait))
+            # The CPU budget is the worker's own (it ends itself); the parent keeps the net.
+            await asyncio.wait_for(readable, max(0.0, deadline - time.perf_counter()))
         except asyncio.TimeoutError as exc:
-            raise _WorkerLost("timeout") from exc
+            raise _WorkerLost(Reason.TIMEOUT, CAUSE_WALL) from exc
         finally:
             loop.remove_reader(fd)
         try:
-            got_id, equal, reason = worker.conn.recv()
+            got_id, equal, reason, cpu = worker.conn.recv()
         except (EOFError, OSError, ValueError) as exc:
-            raise _WorkerLost("worker_error") from exc  # it died (e.g. killed by the OOM killer)
+            # It died: at its CPU budget (SIGPROF), or killed (an operator, the OOM killer).
+            if await self._exit_code(worker) == -signal.SIGPROF:
+                raise _WorkerLost(Reason.TIMEOUT, CAUSE_CPU) from exc
+            raise _WorkerLost(Reason.WORKER_ERROR) from exc
         worker.tasks += 1
         if got_id != job_id:  # cannot happen with one job in flight per worker; be safe
-            raise _WorkerLost("worker_error")
-        return PoolResult(equal, reason)
+            raise _WorkerLost(Reason.WORKER_ERROR)
+        return PoolResult(equal, reason), cpu
+
+    async def _exit_code(self, worker: _Worker) -> int | None:
+        """The exit code of a worker whose pipe closed (``-N``: ended by signal N). The kernel
+        closes a dying process's files before it can be reaped, so wait for that briefly."""
+        await asyncio.get_running_loop().run_in_executor(None, worker.process.join, 5.0)
+        return worker.process.exitcode
 
     async def _replace(self, worker: _Worker, reason: str) -> _Worker:
         """Kill ``worker`` and start a new one; retries until it starts or the pool closes."""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from reward_server.pool import WALL_NET_FACTOR
 from reward_server.protocol import DEFAULT_FORMAT, RESPONSE_FORMATS, response_format
 
 
@@ -60,7 +61,16 @@ class Settings(BaseSettings):
         default_factory=_default_verify_workers, ge=1, description="Verification processes."
     )
     verify_timeout_s: float = Field(
-        2.0, gt=0, description="Hard limit per symbolic check; the worker is killed past it."
+        2.0,
+        gt=0,
+        description="CPU budget per symbolic check: seconds of its worker's CPU time (not wall "
+        "time, so waiting for a CPU or a worker does not count); the worker is ended past it.",
+    )
+    verify_wall_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Wall-clock safety net per answer, from its arrival, waiting for a worker "
+        f"included (default: {WALL_NET_FACTOR:g} x verify_timeout_s); at least verify_timeout_s.",
     )
     worker_memory_mb: int = Field(
         2048, ge=0, description="Address-space limit of a verification process (0: none)."
@@ -90,6 +100,18 @@ class Settings(BaseSettings):
     def _known_format(cls, name: str) -> str:
         return response_format(name).name  # a ValueError naming the valid ones
 
-    # --- test hook, never set in production: a worker that receives exactly this answer sleeps
-    # forever, so tests can prove that a hung verification is killed and replaced.
+    @model_validator(mode="after")
+    def _wall_net(self) -> Settings:
+        if self.verify_wall_timeout_s is None:
+            self.verify_wall_timeout_s = WALL_NET_FACTOR * self.verify_timeout_s
+        elif self.verify_wall_timeout_s < self.verify_timeout_s:
+            raise ValueError(
+                f"verify_wall_timeout_s ({self.verify_wall_timeout_s}) is below "
+                f"verify_timeout_s ({self.verify_timeout_s}): a check could never use its CPU "
+                "budget; raise GTPO_RS_VERIFY_WALL_TIMEOUT_S or leave it unset"
+            )
+        return self
+
+    # --- test hook, never set in production: a worker that receives exactly this answer spins
+    # until stopped, so tests can prove that a hung verification is killed and replaced.
     debug_hang_answer: str | None = Field(None, description="Test hook (leave unset).")

@@ -108,10 +108,15 @@ def start_server(tmp_dir: Path, env: dict[str, str] | None = None, script: bool 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """Default settings, plus the hang hook and a 1 s verification timeout."""
+    """Default settings, plus the hang hook, a CPU budget of 1 s per check and a 2 s wall-clock
+    net per answer (``TIMEOUT_S`` and ``WALL_S`` of the tests that use it)."""
     srv = start_server(
         tmp_path_factory.mktemp("rs"),
-        {"GTPO_RS_DEBUG_HANG_ANSWER": HANG, "GTPO_RS_VERIFY_TIMEOUT_S": "1.0"},
+        {
+            "GTPO_RS_DEBUG_HANG_ANSWER": HANG,
+            "GTPO_RS_VERIFY_TIMEOUT_S": "1.0",
+            "GTPO_RS_VERIFY_WALL_TIMEOUT_S": "2.0",
+        },
     )
     yield srv
     srv.stop()

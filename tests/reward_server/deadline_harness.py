@@ -1,16 +1,27 @@
 """The per-answer deadline under hostile load: LaTeX bombs (the cost guard answers them at once)
-and slow symbolic answers (the pool's deadline cuts them), sent by C concurrent clients to a real
-reward server, one completion per request as OpenRLHF does; ``drive`` times every answer.
+and slow symbolic answers (the pool's CPU budget and wall-clock net cut them), sent by C
+concurrent clients to a real reward server, one completion per request as OpenRLHF does;
+``drive`` times every answer. And the verdicts' independence of the machine's load:
+``verdicts`` scores a fixed corpus heavy on symbolic checks, beside ``cpu_burners`` or not.
 
-tests/reward_server/test_rs_deadline.py asserts on what ``drive`` returns;
-benchmarks/reward_server_deadline.py prints ``summary`` of it.
+tests/reward_server/test_rs_deadline.py asserts on what ``drive`` and ``verdicts`` return;
+benchmarks/reward_server_deadline.py prints ``summary`` of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import checker_corpus  # tests/reward_server/, on sys.path (conftest.py or the benchmark)
+import realistic_corpus
 
 from reward_server.protocol import formatted
 
@@ -88,3 +99,119 @@ def summary(records: list[dict], timeout_s: float) -> str:
         f"({slowest['answer'][:40]!r}); over timeout + 0.5 s: {late}\n"
         f"reasons: {dict(reasons.most_common())}"
     )
+
+
+def paced_check(answer: str, reference: str) -> tuple[bool, str]:
+    """A pool target whose cost the answer sets: ``sleep:S`` waits S seconds without using CPU
+    (a check starved of CPU on a busy machine), ``burn:S`` uses S seconds of CPU time;
+    ``burn:inf`` never ends. Equal when the answer is the reference."""
+    kind, _, seconds = answer.partition(":")
+    if kind == "sleep":
+        time.sleep(float(seconds))
+    elif kind == "burn":
+        end = time.process_time() + float(seconds)
+        while time.process_time() < end:
+            pass
+    return answer == reference, "equivalent" if answer == reference else "not_equivalent"
+
+
+# ---------------------------------------------------------------- verdicts under load
+
+# The corpora's classes that mostly need the symbolic check (expressions, trigonometric
+# identities, complex numbers, matrices and tuples, equations and relations, solution sets):
+# the answers whose verdict a wall-clock deadline made depend on the machine's load.
+_SYMBOLIC_KINDS = {
+    "symbolic",
+    "trig_exponents",
+    "trig_identities",
+    "complex",
+    "tolerance",
+    "near_misses",
+    "named_functions",
+    "relations",
+    "chains",
+    "structures",
+    "other_notations",
+    "solution_sets",
+    "intervals",
+}
+_SYMBOLIC_STYLES = {"expression", "chain", "multipart", "wrong_value"}
+
+# (answer, label, the corpus's verdict): every pair of those classes, right and wrong.
+LOAD_CORPUS: list[tuple[str, str, bool]] = [
+    (p.answer, p.reference, p.equal) for p in checker_corpus.PAIRS if p.kind in _SYMBOLIC_KINDS
+] + [
+    (b.block, b.label, b.correct)
+    for b in realistic_corpus.CORRECT + realistic_corpus.WRONG
+    if b.style in _SYMBOLIC_STYLES
+]
+
+
+@contextlib.contextmanager
+def cpu_burners(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``n`` processes that each keep one core busy (at the default priority), ended on exit."""
+    from reliability_harness import term_with_parent
+
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(n):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", "while True: pass"],
+                    preexec_fn=term_with_parent if sys.platform.startswith("linux") else None,
+                )
+            )
+        yield procs
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGKILL)
+        for proc in procs:
+            proc.wait()
+
+
+@dataclass
+class Run:
+    """One scoring of a corpus: each pair's (accuracy_score, reason), in order; the seconds
+    the whole run and its slowest answer took."""
+
+    results: list[tuple[float, str]]
+    seconds: float
+    slowest: float
+
+
+async def verdicts(url: str, pairs: list[tuple[str, str, bool]], clients: int) -> Run:
+    """Score every pair through ``/v1/score``, one completion per request, ``clients`` requests
+    in flight."""
+    import aiohttp
+
+    results: list[tuple[float, str]] = [(-1.0, "")] * len(pairs)
+    slowest = 0.0
+    pending = iter(enumerate(pairs))
+    timeout = aiohttp.ClientTimeout(total=300)
+    async with aiohttp.ClientSession(
+        timeout=timeout, connector=aiohttp.TCPConnector(limit=clients)
+    ) as session:
+
+        async def sender() -> None:
+            nonlocal slowest
+            for i, (answer, label, _) in pending:
+                body = {"query": [formatted("r", answer)], "labels": [label]}
+                sent = time.perf_counter()
+                async with session.post(url + "/v1/score", json=body) as resp:
+                    resp.raise_for_status()
+                    item = (await resp.json())["results"][0]
+                results[i] = (item["accuracy_score"], item["reason"])
+                slowest = max(slowest, time.perf_counter() - sent)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(sender() for _ in range(clients)))
+    return Run(results, time.perf_counter() - t0, slowest)
+
+
+def differences(pairs: list[tuple[str, str, bool]], quiet: Run, loaded: Run) -> list[str]:
+    """One line per pair whose verdict differs between two runs."""
+    return [
+        f"{answer!r} vs {label!r}: {a} then {b}"
+        for (answer, label, _), a, b in zip(pairs, quiet.results, loaded.results, strict=True)
+        if a != b
+    ]

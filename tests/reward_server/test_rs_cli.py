@@ -52,3 +52,13 @@ def test_bad_environment_fails_with_the_variable_named(monkeypatch: pytest.Monke
     monkeypatch.setenv("GTPO_RS_VERIFY_TIMEOUT_S", "-1")
     with pytest.raises(ValueError, match="verify_timeout_s"):
         main(["--port", "8124"])
+
+
+def test_the_wall_net_follows_the_cpu_budget_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GTPO_RS_VERIFY_TIMEOUT_S", "3")
+    assert Settings().verify_wall_timeout_s == 15.0  # WALL_NET_FACTOR budgets
+    monkeypatch.setenv("GTPO_RS_VERIFY_WALL_TIMEOUT_S", "4")
+    assert Settings().verify_wall_timeout_s == 4.0
+    monkeypatch.setenv("GTPO_RS_VERIFY_WALL_TIMEOUT_S", "2")
+    with pytest.raises(ValueError, match="GTPO_RS_VERIFY_WALL_TIMEOUT_S"):
+        Settings()

@@ -1,5 +1,5 @@
 """Hostile input against a real server: every request gets a clear 4xx or a 0-accuracy verdict
-within the verification timeout, nothing is ever evaluated, and without the token nothing is
+within the wall-clock net of an answer, nothing is ever evaluated, and without the token nothing is
 scored. The cases live in reliability_harness.py (benchmarks/reward_server_reliability.py prints
 them as figures); conftest.py makes one test of each."""
 
@@ -10,7 +10,7 @@ import dataclasses
 import httpx
 import pytest
 
-TIMEOUT_S = 1.0  # GTPO_RS_VERIFY_TIMEOUT_S of the `server` fixture
+WALL_S = 2.0  # GTPO_RS_VERIFY_WALL_TIMEOUT_S of the `server` fixture
 # Room for the request itself (a 16 MB body, a 1 MB answer) on a slow, shared CI machine.
 MARGIN_S = 2.5
 
@@ -20,7 +20,7 @@ def test_hostile_request(server, harness, hostile_case, code_marker) -> None:
     for path in paths:
         result = harness.probe(server.url, dataclasses.replace(hostile_case, path=path))
         assert not result.problem, f"{path}: {result.problem}"
-        assert result.seconds < TIMEOUT_S + MARGIN_S, f"{path}: took {result.seconds:.2f} s"
+        assert result.seconds < WALL_S + MARGIN_S, f"{path}: took {result.seconds:.2f} s"
     assert not code_marker.exists(), "an answer or label was executed as code"
     # The server is still whole: a plain request is scored right after the hostile one.
     body = {"query": ["<reasoning>r</reasoning><answer>\\sqrt{49}</answer>"], "labels": ["7"]}

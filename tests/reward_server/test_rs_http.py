@@ -208,8 +208,8 @@ def _metric(text: str, name: str, labels: str = "") -> float:
 
 
 def test_hung_verification_is_killed_while_other_requests_are_answered(server, rs_tools) -> None:
-    """A worker stuck on one answer is killed at the 1 s timeout and replaced; meanwhile the
-    other worker and the fast path keep answering concurrent requests."""
+    """A worker stuck on one answer is killed at its 1 s CPU budget (at worst the 2 s net) and
+    replaced; meanwhile the other worker and the fast path keep answering concurrent requests."""
     before = httpx.get(server.url + "/metrics").text
     processes_before = len(rs_tools.descendants(server.proc.pid))
 
@@ -240,9 +240,13 @@ def test_hung_verification_is_killed_while_other_requests_are_answered(server, r
 
     asyncio.run(main())
     after = httpx.get(server.url + "/metrics").text
-    assert _metric(after, "gtpo_rs_verify_timeouts_total") == (
-        _metric(before, "gtpo_rs_verify_timeouts_total") + 1
-    )
+    # The hang spins: its CPU budget ends it, or the wall-clock net on a very busy machine.
+    timeouts = [
+        _metric(text, "gtpo_rs_verify_timeouts_total", f'cause="{cause}"')
+        for text in (before, after)
+        for cause in ("cpu", "wall")
+    ]
+    assert sum(timeouts[2:]) == sum(timeouts[:2]) + 1, timeouts
     assert _metric(after, "gtpo_rs_worker_restarts_total", 'reason="timeout"') >= 1
     # The replacement serves: two workers again, and a symbolic check succeeds.
     r = post(server, "/get_reward", {"query": [R + "<answer>\\sqrt{16}</answer>"], "labels": ["4"]})

@@ -6,8 +6,11 @@ import asyncio
 import os
 import time
 
-from reliability_harness import HANG  # tests/reward_server/, on sys.path (conftest.py)
+import pytest
+from deadline_harness import paced_check  # tests/reward_server/, on sys.path (conftest.py)
+from reliability_harness import HANG
 
+from reward_server.metrics import Metrics
 from reward_server.pool import VerifierPool
 from reward_server.verify import Verifier, symbolic_equivalent
 
@@ -25,7 +28,7 @@ def _alive(pid: int) -> bool:
 def _pool(**kw) -> VerifierPool:
     restarts: list[str] = kw.pop("restarts", [])
     return VerifierPool(
-        symbolic_equivalent,
+        kw.pop("target", symbolic_equivalent),
         size=kw.pop("size", 2),
         timeout_s=kw.pop("timeout_s", 1.0),
         hang_answer=HANG,
@@ -36,9 +39,12 @@ def _pool(**kw) -> VerifierPool:
 
 def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
     restarts: list[str] = []
+    causes: list[str] = []
 
     async def main() -> None:
-        pool = _pool(restarts=restarts, timeout_s=1.0)
+        # The hang spins (as a stuck sympy call does): its CPU budget ends it, or on a very busy
+        # machine the wall-clock net, 2.5 s after it arrived.
+        pool = _pool(restarts=restarts, timeout_s=1.0, wall_timeout_s=2.5, on_timeout=causes.append)
         await pool.start()
         try:
             before = {p.pid for p in pool._procs}
@@ -52,7 +58,7 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
             result = await hung
             elapsed = time.perf_counter() - t0
             assert (result.equal, result.reason) == (False, "timeout")
-            assert 1.0 <= elapsed < 2.5
+            assert 1.0 <= elapsed < 3.0
             assert all(eq for eq, _ in answered)
             assert max(t for _, t in answered) < 1.0, "healthy checks waited for the hung one"
             await asyncio.sleep(0)  # let the slot finish replacing its worker
@@ -68,14 +74,14 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
             assert (await pool.run("\\frac{2}{4}", "0.5")).equal
         finally:
             await pool.close()
-        assert restarts == ["timeout"]
+        assert restarts == ["timeout"] and len(causes) == 1 and causes[0] in ("cpu", "wall")
 
     asyncio.run(main())
 
 
 def test_adversarial_answers_return_false_within_the_timeout() -> None:
     async def main() -> None:
-        pool = _pool(timeout_s=1.0, memory_mb=1024)
+        pool = _pool(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=1024)
         await pool.start()
         verifier = Verifier(pool)
         try:
@@ -97,7 +103,7 @@ def test_cache_and_single_flight_share_one_check() -> None:
     restarts: list[str] = []
 
     async def main() -> None:
-        pool = _pool(restarts=restarts, timeout_s=0.5)
+        pool = _pool(restarts=restarts, timeout_s=0.5, wall_timeout_s=1.0)
         await pool.start()
         verifier = Verifier(pool, on_cache=lookups.append)
         try:
@@ -209,21 +215,29 @@ def test_an_idle_worker_killed_from_outside_is_replaced_at_once() -> None:
     asyncio.run(main())
 
 
-def test_a_busy_worker_killed_runs_the_check_again_within_one_timeout() -> None:
+def test_a_busy_worker_killed_runs_the_check_again_within_the_wall_net() -> None:
     """A worker killed in the middle of a check: the check runs again on the replacement. An
-    answer whose every run loses its worker gets no more time than one timeout in all, then
-    scores 0 as ``worker_error``."""
+    answer whose every run loses its worker gets no more time than the wall-clock net in all,
+    then scores 0 as ``worker_error``."""
     restarts: list[str] = []
     reruns: list[None] = []
 
     async def main() -> None:
-        pool = _pool(size=1, timeout_s=2.0, restarts=restarts, on_rerun=lambda: reruns.append(0))
+        # A check that waits (no CPU): only the 2 s net from its arrival can end it.
+        pool = _pool(
+            target=paced_check,
+            size=1,
+            timeout_s=1.0,
+            wall_timeout_s=2.0,
+            restarts=restarts,
+            on_rerun=lambda: reruns.append(0),
+        )
         await pool.start()
         try:
             seen = {p.pid for p in pool._procs}
             pid = next(iter(seen))
             t0 = time.perf_counter()
-            hung = asyncio.create_task(pool.run(HANG, "1"))
+            hung = asyncio.create_task(pool.run("sleep:100", "1"))
             kills = 0
             while kills < 20:  # kill whichever worker holds the check, every 0.3 s
                 await asyncio.sleep(0.3)
@@ -235,15 +249,15 @@ def test_a_busy_worker_killed_runs_the_check_again_within_one_timeout() -> None:
                 seen.add(pid)
             result = await hung
             elapsed = time.perf_counter() - t0
-            # Never cut by one run's 2 s timeout (each run lived 0.3 s): stopped by the answer's
-            # deadline, 2 s after it arrived (its caller's wait and the last run end together).
+            # Each run lived 0.3 s: stopped by the answer's net, 2 s after it arrived (its
+            # caller's wait and the last run end together).
             assert not result.equal and result.reason in ("worker_error", "timeout"), result
             assert 2.0 <= elapsed < 2.5 and 3 <= kills < 10, (elapsed, kills)
             # Each kill cost a restart and a re-run; the run alive at the deadline is killed too.
             assert restarts[:kills] == ["worker_error"] * kills, restarts
             assert set(restarts[kills:]) <= {"timeout"} and len(reruns) in (kills - 1, kills)
             # The pool is whole again and serves.
-            assert (await pool.run("\\frac{2}{4}", "0.5")).equal
+            assert (await pool.run("burn:0.01", "burn:0.01")).equal
             assert len(pool._procs) == 1
         finally:
             await pool.close()
@@ -251,34 +265,174 @@ def test_a_busy_worker_killed_runs_the_check_again_within_one_timeout() -> None:
     asyncio.run(main())
 
 
-def test_the_deadline_runs_from_arrival_not_from_when_a_worker_is_free() -> None:
-    """Five hung answers queued on one worker: each caller has its answer within the timeout
-    (+0.5 s) of its arrival, not after the checks queued before it ran out their own
-    timeouts (5 s for the last one when the timeout started at pick-up)."""
+def test_the_wall_net_runs_from_arrival_not_from_when_a_worker_is_free() -> None:
+    """Five checks that wait forever, queued on one worker: each caller has its answer within
+    the net (+0.5 s) of its arrival, not after the checks queued before it ran out their own
+    (5 s for the last one if the net started at pick-up)."""
 
     async def main() -> None:
-        pool = _pool(size=1, timeout_s=1.0)
+        pool = _pool(target=paced_check, size=1, timeout_s=0.5, wall_timeout_s=1.0)
         await pool.start()
         try:
             t0 = time.perf_counter()
 
             async def timed() -> tuple[str, float]:
-                result = await pool.run(HANG, "1")
+                result = await pool.run("sleep:100", "1")
                 return result.reason, time.perf_counter() - t0
 
             results = await asyncio.gather(*(timed() for _ in range(5)))
             assert max(t for _, t in results) < 1.5, results
-            # The first hung the worker; the rest never got one: not the answer's fault.
+            # The first held the worker; the rest never got one: not the answer's fault.
             assert sorted(r for r, _ in results) == ["queue_timeout"] * 4 + ["timeout"]
-            # The replacement serves at once, and an explicit deadline is honoured.
+            # The replacement serves at once. A caller's deadline is one CPU budget after the
+            # answer arrived (what the routes pass): an answer that arrived 0.3 s ago has
+            # 0.7 s of its net left.
             for _ in range(100):
                 if len(pool._procs) == 1 and pool._slots and pool.ready:
                     break
                 await asyncio.sleep(0.05)
             t1 = time.perf_counter()
-            late = await pool.run(HANG, "1", deadline=t1 + 0.3)
-            assert late.reason == "timeout" and time.perf_counter() - t1 < 0.8
+            late = await pool.run("sleep:100", "1", deadline=t1 - 0.3 + 0.5)
+            assert late.reason == "timeout" and 0.6 < time.perf_counter() - t1 < 1.2
         finally:
             await pool.close()
 
     asyncio.run(main())
+
+
+def test_a_check_slowed_for_want_of_cpu_keeps_its_verdict_until_the_wall_net() -> None:
+    """Waiting for a CPU uses none of the check's budget: a check that takes twice its CPU
+    budget in wall time without using CPU gets its verdict (a wall-clock timeout of 0.5 s
+    would have killed it); one that never ends is stopped by the wall-clock net."""
+    causes: list[str] = []
+    restarts: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(
+            target=paced_check,
+            size=1,
+            timeout_s=0.5,
+            wall_timeout_s=3.0,
+            on_timeout=causes.append,
+            restarts=restarts,
+        )
+        await pool.start()
+        try:
+            slow = await pool.run("sleep:1.0", "sleep:1.0")
+            assert (slow.equal, slow.reason) == (True, "equivalent")
+            t0 = time.perf_counter()
+            stuck = await pool.run("sleep:100", "sleep:100")
+            assert (stuck.equal, stuck.reason) == (False, "timeout")
+            assert time.perf_counter() - t0 >= 3.0  # never cut before the net
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert causes == ["wall"] and restarts == ["timeout"]
+
+
+def test_a_check_that_burns_cpu_is_ended_at_its_cpu_budget() -> None:
+    """A check under its CPU budget finishes; one over it is ended by its CPU time, well
+    before a 60 s wall-clock net, and the pool serves on with a replacement."""
+    causes: list[str] = []
+    restarts: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(
+            target=paced_check,
+            size=1,
+            timeout_s=0.5,
+            wall_timeout_s=60.0,
+            on_timeout=causes.append,
+            restarts=restarts,
+        )
+        await pool.start()
+        try:
+            within = await pool.run("burn:0.2", "burn:0.2")
+            assert (within.equal, within.reason) == (True, "equivalent")
+            over = await pool.run("burn:inf", "burn:inf")
+            assert (over.equal, over.reason) == (False, "timeout")
+            assert (await pool.run("burn:0.01", "burn:0.01")).equal
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert causes == ["cpu"] and restarts == ["timeout"]
+
+
+def test_a_real_slow_symbolic_answer_is_ended_at_its_cpu_budget() -> None:
+    """sympy works on this integral for seconds of CPU time: its budget ends it, not the net."""
+    causes: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(size=1, timeout_s=0.5, wall_timeout_s=60.0, on_timeout=causes.append)
+        await pool.start()
+        try:
+            result = await pool.run("\\int e^{x^{2}} \\sin(x^{3}) dx", "1")
+            assert (result.equal, result.reason) == (False, "timeout")
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert causes == ["cpu"]
+
+
+def test_waiting_for_a_worker_does_not_count_against_the_budget() -> None:
+    """Four checks of 0.3 s of CPU each, arriving together at one worker with a 0.5 s budget:
+    the last waits about 0.9 s for the worker, and all four get their verdict."""
+
+    async def main() -> None:
+        pool = _pool(target=paced_check, size=1, timeout_s=0.5, wall_timeout_s=60.0)
+        await pool.start()
+        try:
+            results = await asyncio.gather(
+                *(pool.run(f"burn:0.3{k}", f"burn:0.3{k}") for k in range(4))
+            )
+            assert [(r.equal, r.reason) for r in results] == [(True, "equivalent")] * 4
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+
+
+def test_timeouts_are_counted_by_cause_in_the_metrics() -> None:
+    metrics = Metrics()
+
+    def count(cause: str) -> float | None:
+        return metrics.registry.get_sample_value("gtpo_rs_verify_timeouts_total", {"cause": cause})
+
+    assert (count("cpu"), count("wall"), count("queue")) == (0.0, 0.0, 0.0)
+
+    async def main() -> None:
+        pool = _pool(
+            target=paced_check,
+            size=1,
+            timeout_s=0.3,
+            wall_timeout_s=1.0,
+            on_timeout=metrics.on_timeout,
+            on_timing=metrics.on_timing,
+        )
+        await pool.start()
+        try:
+            assert (await pool.run("burn:inf", "1")).reason == "timeout"  # cpu
+            # One check holds the only worker past the net; the one behind it never gets it.
+            stuck, queued = await asyncio.gather(
+                pool.run("sleep:100", "1"), pool.run("burn:0.01", "burn:0.01")
+            )
+            assert (stuck.reason, queued.reason) == ("timeout", "queue_timeout")
+            assert (await pool.run("burn:0.1", "burn:0.1")).equal
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert (count("cpu"), count("wall"), count("queue")) == (1.0, 1.0, 1.0)
+    # The finished check's CPU time: about the 0.1 s it burned.
+    assert metrics.registry.get_sample_value("gtpo_rs_verify_cpu_seconds_count") == 1.0
+    cpu = metrics.registry.get_sample_value("gtpo_rs_verify_cpu_seconds_sum")
+    assert cpu is not None and 0.09 <= cpu < 0.3
+
+
+def test_a_wall_net_below_the_cpu_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="below the CPU budget"):
+        _pool(timeout_s=2.0, wall_timeout_s=1.0)
+    assert _pool(timeout_s=2.0)._wall_timeout_s == 10.0  # WALL_NET_FACTOR budgets
