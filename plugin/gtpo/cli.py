@@ -178,6 +178,21 @@ def _add_model(subparsers: argparse._SubParsersAction) -> None:
         help="seconds to wait for the hub before using the offline copy (default: %(default)s)",
     )  # fmt: skip
     prepare.set_defaults(handler=_run_model_prepare)
+    merge = actions.add_parser(
+        "merge",
+        help="merge a LoRA run's saved adapter into its base model; print the directory",
+        description="The --ckpt.output_dir of a gtpo-openrlhf run with --ds.lora.rank holds the "
+        "adapter alone. This writes W + B·A·α/r for every adapted weight (peft's "
+        "merge_and_unload) with the tokenizer, a directory gtpo eval, vLLM and from_pretrained "
+        "load.",
+    )
+    merge.add_argument("adapter", type=Path, metavar="ADAPTER_DIR")
+    merge.add_argument(
+        "--base", default=None, metavar="NAME_OR_PATH",
+        help="the model the run started from (default: the adapter config's base model)",
+    )  # fmt: skip
+    merge.add_argument("--out", type=Path, required=True, help="directory to write")
+    merge.set_defaults(handler=_run_model_merge)
 
 
 def _run_model_prepare(args: argparse.Namespace) -> int:
@@ -191,6 +206,17 @@ def _run_model_prepare(args: argparse.Namespace) -> int:
         raise SystemExit(f"gtpo model prepare: {err}") from None
     print(f"{args.model}: {prepared.source}", file=sys.stderr)
     print(prepared.path)
+    return 0
+
+
+def _run_model_merge(args: argparse.Namespace) -> int:
+    from gtpo.models import ModelUnavailableError, merge_adapter
+
+    try:
+        out = merge_adapter(args.adapter, args.out, args.base)
+    except ModelUnavailableError as err:
+        raise SystemExit(f"gtpo model merge: {err}") from None
+    print(out)
     return 0
 
 

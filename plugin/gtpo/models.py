@@ -1,4 +1,5 @@
-"""`gtpo model prepare`: a model name, hub id or local directory → a local Hugging Face directory.
+"""`gtpo model prepare`: a model name, hub id or local directory → a local Hugging Face directory;
+`gtpo model merge`: a LoRA run's saved adapter → the merged model's directory.
 
 Everything in the project that takes a model (the demo, `gtpo eval`, the benchmarks, the tests)
 takes any of three spellings and turns it into a directory here:
@@ -131,6 +132,45 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
         log.info("model %s: %s", name_or_path, prepared.source)
         return str(prepared.path)
     return str(name_or_path)
+
+
+ADAPTER_CONFIG = "adapter_config.json"  # what PEFT's save_pretrained writes beside the adapter
+
+
+def merge_adapter(
+    adapter_dir: str | os.PathLike, out: str | os.PathLike, base: str | None = None
+) -> Path:
+    """Write the model a LoRA run trained, W + B·A·α/r on every adapted weight (peft's
+    `merge_and_unload`), as a Hugging Face directory that `from_pretrained`, vLLM and `gtpo eval`
+    load. `adapter_dir` is what OpenRLHF saves at the end of a `--ds.lora.rank` run
+    (`--ckpt.output_dir`: the adapter and the tokenizer, no base weights); `base` is the model
+    the run started from (default: the one the adapter's config names). The merged weights keep
+    the base's dtype; the tokenizer comes from `adapter_dir` when saved there, else the base."""
+    import transformers
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    adapter_dir = Path(adapter_dir)
+    config_file = adapter_dir / ADAPTER_CONFIG
+    if not config_file.is_file():
+        raise ModelUnavailableError(
+            f"{adapter_dir} has no {ADAPTER_CONFIG}: pass the --ckpt.output_dir of a LoRA run "
+            "(--ds.lora.rank > 0); a full-weight run's directory loads as it is"
+        )
+    base = base or json.loads(config_file.read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ModelUnavailableError(f"{config_file} names no base model: pass --base")
+    base_path = resolve_model(base)
+    # The checkpoint's own dtype; transformers renamed torch_dtype to dtype in 4.56.
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    dtype = {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": "auto"}
+    model = AutoModelForCausalLM.from_pretrained(base_path, **dtype)
+    merged = PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    out = Path(out)
+    merged.save_pretrained(out)
+    saved = any((adapter_dir / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    AutoTokenizer.from_pretrained(str(adapter_dir) if saved else base_path).save_pretrained(out)
+    return out
 
 
 def _hub_offline() -> bool:
