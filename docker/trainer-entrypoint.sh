@@ -76,6 +76,9 @@ train_command() {
     --rollout.max_new_tokens "${GTPO_MAX_NEW_TOKENS:-512}" --data.max_len "${GTPO_MAX_LEN:-1024}"
     --actor.adam.lr "${GTPO_LR:-1e-6}" --actor.loss_agg_mode seq-mean-token-mean
     --actor.num_nodes "$nodes" --actor.num_gpus_per_node "$gpus"
+    # The reference model (only with a KL term, GTPO_ALGO=grpo) shares the policy's GPUs under
+    # --train.colocate_all, and OpenRLHF asserts it spans the same nodes (its default: 1 x 8).
+    --ref.num_nodes "$nodes" --ref.num_gpus_per_node "$gpus"
     --vllm.num_engines "$((gpus * nodes / tp))" --vllm.tensor_parallel_size "$tp"
     --train.colocate_all --vllm.enable_sleep --ds.enable_sleep
     --ds.zero_stage 2 --ds.param_dtype bf16 --actor.gradient_checkpointing_enable

@@ -13,7 +13,9 @@ import pytest
 from gtpo.config import GTPOConfig, flag
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+PAGES = sorted(
+    [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "recipes").glob("*.md")]
+)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -80,6 +82,7 @@ def test_readme_is_a_map() -> None:
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
     linked = {Path(t.partition("#")[0]).name for t in LINK.findall("\n".join(lines))}
     missing = [p.name for p in (ROOT / "docs").glob("*.md") if p.name not in linked]
+    assert "recipes" in {Path(t.partition("#")[0]).name for t in LINK.findall("\n".join(lines))}
     assert not missing, f"docs pages README does not link: {missing}"
 
 
@@ -93,3 +96,33 @@ def test_no_table_appears_twice() -> None:
                 key = (line.strip(), lines[i + 2].strip())
                 assert key not in seen, f"the same table in {seen[key]} and {page.name}"
                 seen[key] = page.name
+
+
+def test_the_wheel_the_docs_install_is_the_one_make_dist_builds() -> None:
+    """`make dist` names its wheel after pyproject.toml's version; the install lines must too."""
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    named = {
+        m
+        for page in PAGES
+        for m in re.findall(r"gtpo-([\w.]+)-py3-none-any\.whl", page.read_text())
+    }
+    assert named == {version}, named
+
+
+def test_gtpo_commands_in_the_docs_parse() -> None:
+    """Every `gtpo …` command in a ```bash block is one the `gtpo` CLI accepts."""
+    import shlex
+
+    from gtpo.cli import build_parser
+
+    bad = []
+    for page in PAGES:
+        for block in re.findall(r"^```(?:bash|sh)\n(.*?)^```", page.read_text(), re.M | re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                if not re.match(r"^\s*gtpo\s", line):
+                    continue
+                try:
+                    build_parser().parse_args(shlex.split(line, comments=True)[1:])
+                except SystemExit:
+                    bad.append(f"{page.name}: {line.strip()[:120]}")
+    assert not bad, bad
