@@ -103,8 +103,14 @@ def test_documented_command_passes_the_dry_run(label, argv, exports, monkeypatch
 ENTRYPOINT = ROOT / "docker" / "trainer-entrypoint.sh"
 ENTRYPOINT_SETTINGS = {
     "one node": {},
-    "two nodes": {"GTPO_NUM_NODES": "2"},
-    "two nodes, GRPO with KL": {"GTPO_NUM_NODES": "2", "GTPO_ALGO": "grpo", "GTPO_KL_COEF": "1e-6"},
+    # docs/deployment.md's settings for several nodes
+    "two nodes": {"GTPO_NUM_NODES": "2", "GTPO_REWARD_URL": "http://10.0.0.1:8000/get_reward"},
+    "two nodes, GRPO with KL": {
+        "GTPO_NUM_NODES": "2",
+        "GTPO_REWARD_URL": "http://10.0.0.1:8000/get_reward",
+        "GTPO_ALGO": "grpo",
+        "GTPO_KL_COEF": "1e-6",
+    },
     "W&B": {"WANDB_API_KEY": "key", "GTPO_RUN_NAME": "run"},
 }
 

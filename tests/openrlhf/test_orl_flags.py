@@ -229,6 +229,11 @@ REFUSED = {
         ],
         "Pass --train.batch_size 32 or 40",
     ),
+    # The rollout actors on the second node would post to their own loopback.
+    "loopback_reward_url_on_two_nodes": (
+        ["--actor.num_nodes", "2", "--train.batch_size", "64"],
+        "Pass --reward.remote_url with an address every node reaches",
+    ),
     "qlora": (
         ["--ds.load_in_4bit", "--ds.lora.rank", "128"],
         "Drop --ds.load_in_4bit and train bf16 LoRA",
@@ -425,7 +430,7 @@ def test_a_colocated_reference_on_the_policys_nodes_is_accepted(openrlhf_args):
     args = openrlhf_args(
         "--gtpo.algo", "grpo", "--algo.kl.init_coef", "1e-6", "--actor.num_nodes", "2",
         "--vllm.num_engines", "2", "--train.colocate_all", "--ref.num_nodes", "2",
-        "--ref.num_gpus_per_node", "1",
+        "--ref.num_gpus_per_node", "1", "--reward.remote_url", "http://10.0.0.1:8000/get_reward",
     )  # fmt: skip
     # What train_ppo_ray.py's assert compares once Ray is up.
     assert (args.ref.num_nodes, args.ref.num_gpus_per_node) == (

@@ -12,6 +12,7 @@ only from a local directory or the local Hugging Face cache, a dataset only from
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -97,6 +98,17 @@ def _first_row(file: Path) -> dict[str, Any] | None:
 # --- OpenRLHF's rules, before Ray -----------------------------------------------------------
 
 
+def _this_machine(host: str | None) -> bool:
+    """An address that means the machine it is used on (loopback, or 0.0.0.0 as a target)."""
+    if host is None or host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a host name: whatever it resolves to on each node
+    return address.is_loopback or address.is_unspecified
+
+
 def _policy_gpus(args: Any) -> tuple[int, int]:
     return compat.ACTOR_NODES.get(args), compat.ACTOR_GPUS_PER_NODE.get(args)
 
@@ -142,6 +154,15 @@ def layout_refusals(args: Any) -> list[str]:
             f"= {engines * tp} GPUs, but {compat.COLOCATE_ALL.flag} puts the engines on the "
             f"policy's {nodes} × {gpus} = {nodes * gpus} GPUs, one engine GPU on each: OpenRLHF "
             f"asserts it after Ray has started. {fix}."
+        )
+    loopback = [url for url in _reward_urls(args) if _this_machine(urlsplit(url).hostname)]
+    if nodes > 1 and loopback:
+        problems.append(
+            f"{compat.REMOTE_URL.flag} {','.join(loopback)} is this machine's loopback, but the "
+            f"policy spans {nodes} nodes and the rollout actors post rewards from the node "
+            "each runs on: on the others that address is their own, where no reward server "
+            f"listens. Pass {compat.REMOTE_URL.flag} with an address every node reaches (the "
+            "head node's, the server bound to 0.0.0.0 or that address)."
         )
     problems += _batch_refusals(args)
     problems += _model_refusals(args, engines, tp)
@@ -253,12 +274,15 @@ def _counts(values: Sequence[int]) -> str:
     )
 
 
-def _reward_lines(args: Any) -> list[str]:
+def _reward_urls(args: Any) -> list[str]:
+    """--reward.remote_url as a list (OpenRLHF splits the comma-separated flag after parsing)."""
     urls = compat.REMOTE_URL.get(args) or []
-    if isinstance(urls, str):
-        urls = urls.split(",")
+    return urls.split(",") if isinstance(urls, str) else list(urls)
+
+
+def _reward_lines(args: Any) -> list[str]:
     lines = []
-    for url in urls:
+    for url in _reward_urls(args):
         query = parse_qs(urlsplit(url).query)
         response_format = query.get("format", ["the server's default (GTPO_RS_RESPONSE_FORMAT)"])[0]
         shown = url.split("?")[0] + ("?…token hidden" if "token" in query else "")
