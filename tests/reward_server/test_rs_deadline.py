@@ -73,20 +73,21 @@ def test_sixty_four_hostile_clients_each_answered_within_the_deadline(server, rs
 def test_verdicts_are_the_same_on_a_quiet_machine_and_beside_cpu_bound_work(make_server) -> None:
     """A fresh server per run (the verdict cache would otherwise answer the second run), two
     verification workers, default budget and net, the corpus sent one completion per request by
-    64 concurrent clients (what OpenRLHF sends): quiet, then beside two processes that each keep
-    a core busy. A wall-clock deadline of 2 s from arrival changed 92 of these 350 verdicts
-    under that load (57 correct answers scored 0, as `timeout` or `queue_timeout`); the CPU
-    budget changes none."""
+    32 concurrent clients: quiet, then beside two processes that each keep a core busy. A
+    wall-clock deadline of 2 s from arrival changed 84 and 75 of these 350 verdicts in two runs
+    under that load (49 and 43 correct answers scored 0, as `timeout` or `queue_timeout`); the
+    CPU budget changes none. The slowest answer under load took 3.5-4 s, against the 10 s net
+    (about the same at 64 clients)."""
     pairs = DEADLINE.LOAD_CORPUS
     assert len(pairs) >= 300
     first = make_server()
-    quiet = asyncio.run(DEADLINE.verdicts(first.url, pairs, clients=64))
+    quiet = asyncio.run(DEADLINE.verdicts(first.url, pairs, clients=32))
     first.stop()
     with DEADLINE.cpu_burners(2):
-        loaded = asyncio.run(DEADLINE.verdicts(make_server().url, pairs, clients=64))
+        loaded = asyncio.run(DEADLINE.verdicts(make_server().url, pairs, clients=32))
         load = os.getloadavg()[0]
     print(
-        f"\n{len(pairs)} pairs, 64 clients: quiet {quiet.seconds:.1f} s (slowest answer "
+        f"\n{len(pairs)} pairs, 32 clients: quiet {quiet.seconds:.1f} s (slowest answer "
         f"{quiet.slowest:.2f} s); beside 2 CPU-bound processes {loaded.seconds:.1f} s (slowest "
         f"{loaded.slowest:.2f} s, load average {load:.1f}); "
         f"{sum(a == 10 for a, _ in quiet.results)} correct"
