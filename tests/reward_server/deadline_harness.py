@@ -88,17 +88,30 @@ async def drive(url: str, answers: list[str], clients: int, rounds: int) -> list
     return records
 
 
-def summary(records: list[dict], timeout_s: float) -> str:
+def summary(records: list[dict], bound_s: float) -> str:
+    """Latencies, the slowest answer, how many took over ``bound_s`` (the wall-clock net) +
+    0.5 s, and the verdicts' reasons."""
     secs = sorted(r["seconds"] for r in records)
     slowest = max(records, key=lambda r: r["seconds"])
-    late = sum(s > timeout_s + 0.5 for s in secs)
+    late = sum(s > bound_s + 0.5 for s in secs)
     reasons = Counter(r["reason"] for r in records)
     return (
         f"{len(records)} answers: p50 {secs[len(secs) // 2]:.3f} s, "
         f"p99 {secs[min(len(secs) - 1, int(0.99 * len(secs)))]:.3f} s, max {secs[-1]:.3f} s "
-        f"({slowest['answer'][:40]!r}); over timeout + 0.5 s: {late}\n"
+        f"({slowest['answer'][:40]!r}); over the {bound_s:g} s bound + 0.5 s: {late}\n"
         f"reasons: {dict(reasons.most_common())}"
     )
+
+
+def timeouts_by_cause(url: str) -> dict[str, float]:
+    """``gtpo_rs_verify_timeouts_total`` of a server, by cause (cpu, wall, queue)."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    pattern = r'^gtpo_rs_verify_timeouts_total\{cause="(\w+)"\} (\S+)$'
+    return {m[1]: float(m[2]) for m in re.finditer(pattern, text, re.MULTILINE)}
 
 
 def paced_check(answer: str, reference: str) -> tuple[bool, str]:
@@ -137,6 +150,8 @@ _SYMBOLIC_KINDS = {
 }
 _SYMBOLIC_STYLES = {"expression", "chain", "multipart", "wrong_value"}
 
+# Concurrent clients that send the load corpus: enough that answers wait for a worker.
+LOAD_CLIENTS = 32
 # (answer, label, the corpus's verdict): every pair of those classes, right and wrong.
 LOAD_CORPUS: list[tuple[str, str, bool]] = [
     (p.answer, p.reference, p.equal) for p in checker_corpus.PAIRS if p.kind in _SYMBOLIC_KINDS

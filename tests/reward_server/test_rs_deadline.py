@@ -81,15 +81,15 @@ def test_verdicts_are_the_same_on_a_quiet_machine_and_beside_cpu_bound_work(make
     pairs = DEADLINE.LOAD_CORPUS
     assert len(pairs) >= 300
     first = make_server()
-    quiet = asyncio.run(DEADLINE.verdicts(first.url, pairs, clients=32))
+    quiet = asyncio.run(DEADLINE.verdicts(first.url, pairs, DEADLINE.LOAD_CLIENTS))
     first.stop()
     with DEADLINE.cpu_burners(2):
-        loaded = asyncio.run(DEADLINE.verdicts(make_server().url, pairs, clients=32))
+        loaded = asyncio.run(DEADLINE.verdicts(make_server().url, pairs, DEADLINE.LOAD_CLIENTS))
         load = os.getloadavg()[0]
     print(
-        f"\n{len(pairs)} pairs, 32 clients: quiet {quiet.seconds:.1f} s (slowest answer "
-        f"{quiet.slowest:.2f} s); beside 2 CPU-bound processes {loaded.seconds:.1f} s (slowest "
-        f"{loaded.slowest:.2f} s, load average {load:.1f}); "
+        f"\n{len(pairs)} pairs, {DEADLINE.LOAD_CLIENTS} clients: quiet {quiet.seconds:.1f} s "
+        f"(slowest answer {quiet.slowest:.2f} s); beside 2 CPU-bound processes "
+        f"{loaded.seconds:.1f} s (slowest {loaded.slowest:.2f} s, load average {load:.1f}); "
         f"{sum(a == 10 for a, _ in quiet.results)} correct"
     )
     changed = DEADLINE.differences(pairs, quiet, loaded)
