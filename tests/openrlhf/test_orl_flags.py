@@ -189,6 +189,16 @@ REFUSED = {
     "negative_gamma": (["--gtpo.gamma", "-0.1"], "must be a finite number >= 0"),
     "bad_h_ini": (["--gtpo.h_ini", "nan"], "leave the flag out to measure it"),
     "gspo": (["--actor.policy_loss_type", "gspo"], "Drop --actor.policy_loss_type"),
+    # OpenRLHF's default correction mode is mask: out-of-band tokens (ICEPOP) or whole
+    # sequences are dropped; gtpo.correction says why each breaks Eq. 7.
+    "is_correction_token_mask": (
+        ["--algo.advantage.is_correction_level", "token"],
+        "drops single tokens from the loss",
+    ),
+    "is_correction_seq_mask": (
+        ["--algo.advantage.is_correction_level", "seq"],
+        "Pass --algo.advantage.is_correction_level token --algo.advantage.is_correction_mode clip",
+    ),
     "multi_turn_agent": (
         ["--train.agent_func_path", "agent.py"],
         "Drop --train.agent_func_path",
@@ -274,6 +284,20 @@ def test_forbidden_settings_are_refused_with_what_to_change(
     assert exit_info.value.code == 2
     refused = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
     assert "refuses" in refused and message in refused
+
+
+def test_token_clip_correction_is_accepted_as_trl_token_truncate_is(openrlhf_args):
+    """The per-token clipped ratio to vLLM's log-probs composes with λ and δ (every Eq. 7 term
+    kept, each reweighted): accepted here as TRL's token_truncate is (tests/trl)."""
+    from gtpo import correction
+
+    args = openrlhf_args(
+        "--algo.advantage.is_correction_level", "token",
+        "--algo.advantage.is_correction_mode", "clip",
+    )  # fmt: skip
+    assert args.algo.advantage.is_correction_level == "token"
+    assert correction.openrlhf_kind("token", "clip") == correction.SUPPORTED_KIND
+    assert correction.refusal_reason("token_truncate") is None
 
 
 def test_every_refusal_is_reported_at_once(run_orl, base_argv, caplog):

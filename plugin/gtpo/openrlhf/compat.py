@@ -215,6 +215,9 @@ KL_COEF = Arg("algo.kl.init_coef")
 KL_LOSS = Arg("algo.kl.use_loss")
 POLICY_LOSS_TYPE = Arg("actor.policy_loss_type")
 ENTROPY_COEF = Arg("actor.entropy_coef")
+# Train/inference mismatch correction against vLLM's rollout log-probs (models/loss.py).
+IS_CORRECTION_LEVEL = Arg("algo.advantage.is_correction_level")
+IS_CORRECTION_MODE = Arg("algo.advantage.is_correction_mode")
 LOSS_AGG_MODE = Arg("actor.loss_agg_mode")
 REWARD_CLIP_RANGE = Arg("reward.clip_range")  # clamps the *shaped* rewards (default ±10)
 # DAPO's dynamic sampling: a group is kept when the mean of its samples' `scores` lies strictly

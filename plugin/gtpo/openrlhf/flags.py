@@ -17,6 +17,7 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from gtpo import correction
 from gtpo.config import FLAG_PREFIX, GTPOConfig, GTPOConfigError, add_arguments, flag
 from gtpo.openrlhf import compat, plan
 
@@ -292,6 +293,17 @@ def _gtpo_refusals(args: Any, config: GTPOConfig) -> list[str]:
             "puts the action tokens of several turns on one position axis, so conflict "
             f"positions (Sec. 5.1) mean nothing there. Drop {compat.AGENT_FUNC.flag}, or run "
             f"the GRPO baseline with {flag('algo')} grpo."
+        )
+    level, mode = compat.IS_CORRECTION_LEVEL.get(args), compat.IS_CORRECTION_MODE.get(args)
+    kind = correction.openrlhf_kind(level, mode)
+    reason = kind and correction.refusal_reason(kind)
+    if reason:
+        problems.append(
+            f"{compat.IS_CORRECTION_LEVEL.flag} {level} with {compat.IS_CORRECTION_MODE.flag} "
+            f"{mode}: {reason}. Pass {compat.IS_CORRECTION_LEVEL.flag} token "
+            f"{compat.IS_CORRECTION_MODE.flag} clip (each token's ratio to vLLM's sampler, "
+            f"clipped: Eq. 7's per-token terms, each corrected), or "
+            f"{compat.IS_CORRECTION_LEVEL.flag} off."
         )
     coef = compat.ENTROPY_COEF.get(args)
     if coef is not None and not math.isclose(coef, -config.entropy_coef):

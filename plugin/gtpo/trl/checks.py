@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gtpo import correction
 from gtpo.config import GTPOConfig, GTPOConfigError
 
 # Why each TRL loss_type other than "grpo" breaks Eq. 7 (TRL 1.16, GRPOTrainer._compute_loss).
@@ -21,18 +22,6 @@ LOSS_TYPE_REASONS = {
     "sapo": "replaces the ratio r by a sigmoid gate, so the surrogate is not Eq. 7's",
     "luspo": "sums each completion's tokens (no 1/|o_i|) and needs sequence-level ratios",
     "vespo": "weights whole sequences by a gamma function of the sequence ratio",
-}
-
-
-# Why each vLLM importance-sampling mode but token_truncate breaks Eq. 7 (TRL 1.16's default is
-# sequence_mask).
-IS_MODE_REASONS = {
-    "sequence_mask": "it drops whole completions whose sequence-level ratio leaves the bounds, "
-    "the same whole-completion drop refused for off_policy_mask_threshold",
-    "token_mask": "it drops single tokens from the loss, so λ's per-token weights (Eq. 5) no "
-    "longer apply to them",
-    "sequence_truncate": "it weights every token of a completion by one sequence-level ratio "
-    "(a product over all its tokens), which changes each completion's share of Eq. 7's mean",
 }
 
 
@@ -98,10 +87,12 @@ def _other_loss_changes(args: Any, gtpo: GTPOConfig) -> list[str]:
             f"GTPOConfig(gamma=...) (now {gtpo.gamma})."
         )
     if args.use_vllm and args.vllm_importance_sampling_correction:
+        # TRL 1.16's mode names are the kinds of gtpo.correction (its default: sequence_mask).
         mode = args.vllm_importance_sampling_mode
-        if mode != "token_truncate":
+        reason = correction.refusal_reason(mode)
+        if reason:
             problems.append(
-                f"vllm_importance_sampling_mode is {mode!r}: {IS_MODE_REASONS.get(mode, '')}. "
+                f"vllm_importance_sampling_mode is {mode!r}: {reason}. "
                 "Pass vllm_importance_sampling_mode='token_truncate' (each token's ratio to "
                 "vLLM's sampler, clipped: Eq. 7's per-token terms, each corrected), or "
                 "vllm_importance_sampling_correction=False."

@@ -1,10 +1,11 @@
-"""Start-up hook of every process in an end-to-end OpenRLHF run (tests/openrlhf/test_orl_fit.py).
+"""Start-up hook of every process in an end-to-end OpenRLHF run (tests/openrlhf/fit_harness.py).
 
 fit_harness.py puts this folder and tests/standins on PYTHONPATH for the driver and, through
-Ray's runtime_env, for every Ray worker. Python imports `sitecustomize` at start-up, so each
-process (1) gives OpenRLHF's unconditional CUDA calls a CPU meaning (tests/standins/
-cuda_on_cpu.py) and (2), when GTPO_TEST_CAPTURE_DIR is set, records what the experience maker
-produced at every step so the test can recompute it independently:
+Ray's runtime_env, for every Ray worker (and so for vLLM's engine-core processes they start).
+Python imports `sitecustomize` at start-up, so each process (1) gives OpenRLHF's unconditional
+CUDA calls a CPU meaning (tests/standins/cuda_on_cpu.py), (2) syncs weights to the real engine
+over gloo (tests/standins/vllm_cpu_transport.py) and (3), when GTPO_TEST_CAPTURE_DIR is set,
+records what the run did at every step so the test can recompute it independently:
 
     experiences_<pid>_<step>.pt: per micro-batch sequences, action_mask, index, prompts and
     labels, raw rewards,
@@ -17,6 +18,11 @@ produced at every step so the test can recompute it independently:
     actor_peak_rss_<pid>.json: each policy rank's peak resident memory (kB) during each
     ActorPPOTrainer.ppo_train call, the high-water mark reset before it (benchmarks/step_cost.py).
     train_micro_batches_<pid>.json: the training micro-batches of each ppo_train call, per rank.
+    trainer_weights_<pid>_<n>.pt: the weights the n-th sync sent (policy rank 0).
+    generations_<pid>.jsonl: each completion an engine generated, with its count of syncs then.
+    prefix_cache_resets_<pid>.json: each prefix-cache reset an engine was asked for, and whether
+    vLLM did it.
+    (The engines themselves write engine_weights_<pid>_<n>.pt or rollout_weights_<pid>_<n>.pt.)
 
 The recording wraps OpenRLHF's own RemoteExperienceMaker methods (GTPO's subclass calls them
 through super()), so it sees the hook's input and output without touching GTPO's code.
@@ -28,6 +34,7 @@ import itertools
 import os
 
 import cuda_on_cpu
+import vllm_cpu_transport
 
 
 def _record_experiences(experience_maker) -> None:
@@ -100,6 +107,89 @@ def _record_generated_prompts(samples_generator) -> None:
     samples_generator.SamplesGenerator._generate_vllm = _generate_vllm
 
 
+def _record_synced_weights(ppo_actor) -> None:
+    """trainer_weights_<pid>_<n>.pt: on policy rank 0, the weights the n-th sync sent, as the
+    trainer held them (gathered under ZeRO-3; with LoRA, GTPO's merged view, which is what
+    `named_parameters` yields during the sync), to compare with what each engine then holds."""
+    import deepspeed
+    import torch
+
+    capture = os.environ["GTPO_TEST_CAPTURE_DIR"]
+    base = ppo_actor.ActorPPOTrainer
+    broadcast = base.broadcast_to_vllm
+    syncs = itertools.count(1)
+
+    def recording_broadcast(self):
+        out = broadcast(self)
+        rank0 = torch.distributed.get_rank() == 0
+        sent = {}
+        for name, param in self.actor.model.module.named_parameters():
+            partitioned = hasattr(param, "ds_id")  # ZeRO-3: every rank takes part in the gather
+            with deepspeed.zero.GatheredParameters([param], enabled=partitioned):
+                if rank0:
+                    sent[name] = param.data.detach().clone()
+        if rank0:
+            name = f"trainer_weights_{os.getpid()}_{next(syncs)}.pt"
+            torch.save(sent, os.path.join(capture, name))
+        return out
+
+    base.broadcast_to_vllm = recording_broadcast
+
+
+def _record_engine(vllm_engine) -> None:
+    """generations_<pid>.jsonl: each completion a rollout engine generated, with the number of
+    weight syncs that engine had completed when it did (the policy version that sampled it).
+
+    Counted in OpenRLHF's RolloutRayActor, which every sync passes through whichever engine is
+    behind it (a sync ends on the weight OpenRLHF marks `empty_cache`)."""
+    import json
+
+    capture = os.environ["GTPO_TEST_CAPTURE_DIR"]
+    actor = vllm_engine.RolloutRayActor.__ray_actor_class__
+    update_weight, generate = actor.update_weight, actor.generate
+
+    async def counting_update_weight(self, name, dtype, shape, empty_cache=False):
+        out = await update_weight(self, name, dtype, shape, empty_cache)
+        if empty_cache:
+            self._gtpo_syncs = getattr(self, "_gtpo_syncs", 0) + 1
+            if os.environ.get("GTPO_TEST_GREEDY_PROMPT"):
+                await greedy_after_sync(self)
+        return out
+
+    async def greedy_after_sync(self):
+        """greedy_<pid>.jsonl: the engine's greedy continuation of GTPO_TEST_GREEDY_PROMPT (a
+        JSON list of token ids) right after each sync, through its own scheduler and prefix
+        cache, to compare with the trainer's weights of that sync."""
+        from vllm import SamplingParams
+        from vllm.utils import random_uuid
+
+        prompt = json.loads(os.environ["GTPO_TEST_GREEDY_PROMPT"])
+        greedy = SamplingParams(temperature=0.0, max_tokens=8)
+        outputs = [o async for o in self.llm.generate({"prompt_token_ids": prompt}, greedy,
+                                                       random_uuid())]  # fmt: skip
+        line = {"syncs": self._gtpo_syncs, "ids": list(outputs[-1].outputs[0].token_ids)}
+        with open(os.path.join(capture, f"greedy_{os.getpid()}.jsonl"), "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+    async def recording_generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        syncs = getattr(self, "_gtpo_syncs", 0)
+        out = await generate(self, prompt_token_ids, sampling_params, multi_modal_data)
+        line = {"ids": list(prompt_token_ids) + list(out.outputs[0].token_ids), "syncs": syncs}
+        with open(os.path.join(capture, f"generations_{os.getpid()}.jsonl"), "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        return out
+
+    async def recording_reset_prefix_cache(self):
+        # OpenRLHF's own method awaits the engine's reset and drops its answer: vLLM leaves the
+        # cache as it is (False) while requests hold KV blocks.
+        done = await self.llm.reset_prefix_cache()
+        syncs = getattr(self, "_gtpo_syncs", 0)
+        _append_json("prefix_cache_resets", {"syncs": syncs, "done": done})
+
+    actor.update_weight, actor.generate = counting_update_weight, recording_generate
+    actor.reset_prefix_cache = recording_reset_prefix_cache
+
+
 def _append_json(name: str, value) -> None:
     import json
 
@@ -155,10 +245,16 @@ def _record_actor_training(ppo_actor) -> None:
     base.training_step = counting
 
 
-extra = {}
+# The real engine's weight sync on CPU (a no-op where the stand-in engine runs: it imports none of
+# these modules but its own PyNcclCommunicator, the same gloo class).
+extra = dict(vllm_cpu_transport.PATCHES)
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
     extra["openrlhf.trainer.ppo_trainer"] = _record_train_step_time
-    extra["openrlhf.trainer.ray.ppo_actor"] = _record_actor_training
+    extra["openrlhf.trainer.ray.ppo_actor"] = lambda module: (
+        _record_actor_training(module),
+        _record_synced_weights(module),
+    )
     extra["openrlhf.trainer.ppo_utils.experience_maker"] = _record_experiences
     extra["openrlhf.trainer.ppo_utils.samples_generator"] = _record_generated_prompts
+    extra["openrlhf.trainer.ray.vllm_engine"] = _record_engine
 cuda_on_cpu.install(extra)

@@ -13,14 +13,12 @@ a GPU, where the memory is gone), a weight whose dtype or name does not match th
 cache, continuous batching, CUDA memory under sleep mode, tensor parallelism.
 
 If GTPO_TEST_CAPTURE_DIR is set, each completed weight sync saves the engine's weights there
-(rollout_weights_<pid>_<n>.pt), so the test can check that trained weights reach the rollout side,
-and each generation is recorded with the number of syncs before it (generations_<pid>.jsonl: the
-policy version that sampled it, the ground truth of the async tests' staleness).
+(rollout_weights_<pid>_<n>.pt), so the test can check that trained weights reach the rollout side
+(tests/openrlhf/fit_site records each generation with the engine's count of syncs).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -106,7 +104,6 @@ class AsyncLLMEngine:
                     pad_token_id=self.tokenizer.pad_token_id,
                 )
             tokens = out[0, ids.shape[1] :].tolist()
-            self._record_generation(prompt["prompt_token_ids"], tokens)
             # Like vLLM: the EOS token is part of the output ids; "stop" if it ended on EOS.
             finish = "stop" if tokens and tokens[-1] == self.tokenizer.eos_token_id else "length"
             text = self.tokenizer.decode(
@@ -115,15 +112,6 @@ class AsyncLLMEngine:
             yield RequestOutput(request_id, [CompletionOutput(tokens, text, finish)])
         finally:
             self.unfinished -= 1
-
-    def _record_generation(self, prompt_ids: list[int], tokens: list[int]) -> None:
-        """generations_<pid>.jsonl: each completion with the number of weight syncs the engine
-        had completed when it generated it (the policy version that sampled it)."""
-        capture = os.environ.get("GTPO_TEST_CAPTURE_DIR")
-        if capture:
-            line = {"ids": list(prompt_ids) + tokens, "syncs": self._syncs}
-            with open(os.path.join(capture, f"generations_{os.getpid()}.jsonl"), "a") as fh:
-                fh.write(json.dumps(line) + "\n")
 
     # --- weight sync (what vLLM runs in its workers through OpenRLHF's WorkerWrap) -----------
 

@@ -1,0 +1,139 @@
+"""The weight sync between OpenRLHF's trainer and the real vLLM engine, on CPU.
+
+Installed at start-up in every process of a fit() run on the real engine (the driver, each Ray
+worker and vLLM's engine-core process: tests/openrlhf/fit_site/sitecustomize.py), through the
+same import hook as `cuda_on_cpu`. It replaces only what has no CPU meaning:
+
+- **gloo for NCCL.** OpenRLHF's `stateless_init_process_group` wraps vLLM's real
+  `StatelessProcessGroup` (a TCPStore rendezvous) in vLLM's `PyNcclCommunicator`; here that
+  class is `GlooCommunicator`, the same `broadcast(tensor, src, stream)` over a private gloo
+  group on that store. The bytes really move between the trainer and each engine.
+- **CPU tensors for CUDA ones.** `WorkerWrap.update_weight` allocates the received weight with
+  `device="cuda"`; `update_weight` below receives it on the CPU.
+- **Reloading layerwise instead of `model.load_weights` one weight at a time.** vLLM's CPU
+  backend repacks every linear weight for its GEMM kernels after loading and drops the original
+  (`dispatch_cpu_unquantized_gemm(layer, remove_weight=True)`), so a later `load_weights` finds
+  an empty parameter. The received weights are kept until the last one of a sync (OpenRLHF
+  marks it `empty_cache=True`), then handed to vLLM's `reload_weights`, which calls the model's
+  own `load_weights` (the stacked `qkv_proj` / `gate_up_proj` mapping, tied embeddings) and
+  repacks. `keep_linear_weights` keeps each linear layer's weight in checkpoint layout beside
+  the packed copy, so that a test can read back what the engine holds (`engine_weights`).
+
+What it hides, and only a GPU shows: NCCL itself (communicator set-up, timeouts), CUDA streams
+(the stream argument is ignored, so a missing synchronize goes unnoticed), the device of the
+received tensors, and vLLM loading each weight as it arrives (here one reload per sync: a sync
+that ended without its last weight would leave the engine on its old weights instead of a mix).
+
+Everything else is real: OpenRLHF's `RolloutRayActor`, `create_vllm_engines`, `WorkerWrap`'s
+process group and rank offsets, the names the trainer sends, vLLM's `load_weights` mapping,
+its sampler, scheduler and prefix cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import timedelta
+from types import ModuleType
+
+# torch is imported inside the functions: this module is loaded at start-up by every process
+# of a run (sitecustomize), most of which never sync weights.
+
+
+class GlooCommunicator:
+    """vLLM's `PyNcclCommunicator` surface (constructor and `broadcast`) over gloo."""
+
+    def __init__(self, group, device=None) -> None:
+        import torch.distributed as dist
+
+        store = dist.PrefixStore("gtpo-test-weight-sync", group.store)
+        self.rank = group.rank
+        self.world_size = group.world_size
+        self._pg = dist.ProcessGroupGloo(
+            store, group.rank, group.world_size, timedelta(seconds=300)
+        )
+
+    def broadcast(self, tensor, src: int, stream=None) -> None:
+        import torch.distributed as dist
+
+        opts = dist.BroadcastOptions()
+        opts.rootRank = src
+        opts.rootTensor = 0
+        self._pg.broadcast([tensor], opts).wait()
+
+
+def update_weight(self, name, dtype, shape, empty_cache=False):
+    """`WorkerWrap.update_weight` with the weight received on the CPU and loaded layerwise at the
+    end of the sync (module docstring)."""
+    import torch
+
+    if dtype != self.model_config.dtype:  # WorkerWrap's own assertion
+        raise AssertionError(f"mismatch dtype: src {dtype}, dst {self.model_config.dtype}")
+    weight = torch.empty(shape, dtype=dtype)
+    if self._model_update_with_ray:
+        import ray.util.collective as collective
+
+        collective.broadcast(weight, 0, group_name=self._model_update_group)
+    else:
+        self._model_update_group.broadcast(weight, src=0, stream=None)
+    pending = self.__dict__.setdefault("_gtpo_pending_weights", [])
+    pending.append((name, weight))
+    if empty_cache:
+        from vllm.config import set_current_vllm_config
+
+        self._gtpo_pending_weights = []
+        with set_current_vllm_config(self.vllm_config):
+            self.model_runner.reload_weights(weights_iterator=iter(pending))
+        self._gtpo_syncs = getattr(self, "_gtpo_syncs", 0) + 1
+        capture = os.environ.get("GTPO_TEST_CAPTURE_DIR")
+        if capture:
+            path = os.path.join(capture, f"engine_weights_{os.getpid()}_{self._gtpo_syncs}.pt")
+            config = self.model_config.hf_config
+            layout = {
+                "q_rows": config.num_attention_heads * self.model_config.get_head_size(),
+                "kv_rows": self.model_config.get_total_num_kv_heads()
+                * self.model_config.get_head_size(),
+                "tied": bool(getattr(config, "tie_word_embeddings", False)),
+                "lm_head_is_embedding": _lm_head_is_embedding(self.model_runner.get_model()),
+            }
+            torch.save({"weights": engine_weights(self), "layout": layout}, path)
+
+
+def engine_weights(self) -> dict:
+    """The engine model's parameters under vLLM's own names (`qkv_proj`, `gate_up_proj`, …)."""
+    model = self.model_runner.get_model()
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def _lm_head_is_embedding(model) -> bool:
+    lm_head = getattr(model, "lm_head", None)
+    embedding = getattr(getattr(model, "model", None), "embed_tokens", None)
+    if lm_head is None or embedding is None:
+        return False
+    return lm_head.weight.data_ptr() == embedding.weight.data_ptr()
+
+
+def _patch_worker_wrap(module: ModuleType) -> None:
+    module.WorkerWrap.update_weight = update_weight
+    module.WorkerWrap.engine_weights = engine_weights
+
+
+def _patch_pynccl(module: ModuleType) -> None:
+    module.PyNcclCommunicator = GlooCommunicator
+
+
+def _keep_linear_weights(module: ModuleType) -> None:
+    """keep_linear_weights: `remove_weight=False` for every linear layer (module docstring)."""
+    dispatch = module.dispatch_cpu_unquantized_gemm
+
+    def dispatch_keeping_weight(layer, remove_weight: bool) -> None:
+        dispatch(layer, remove_weight=False)
+
+    module.dispatch_cpu_unquantized_gemm = dispatch_keeping_weight
+
+
+PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "openrlhf.trainer.ray.vllm_worker_wrap": _patch_worker_wrap,
+    "vllm.distributed.device_communicators.pynccl": _patch_pynccl,
+    "vllm.model_executor.layers.utils": _keep_linear_weights,
+}
