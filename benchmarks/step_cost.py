@@ -159,11 +159,13 @@ def trl_arm(
     def varied_reward(completions, **_):
         return [float(len(c) % 3) for c in completions]
 
+    # On a CUDA machine (make test-gpu) the TRL arms train on the GPU in bf16.
+    cuda = torch.cuda.is_available()
     args = GRPOConfig(
         output_dir=str(out), loss_type="grpo", beta=0.0, num_generations=8,
         per_device_train_batch_size=8, max_completion_length=COMPLETION_TOKENS,
-        max_steps=steps, temperature=1.0, learning_rate=1e-5, report_to=[], use_cpu=True,
-        bf16=False, logging_strategy="no", disable_tqdm=True, save_strategy="no", seed=0,
+        max_steps=steps, temperature=1.0, learning_rate=1e-5, report_to=[], use_cpu=not cuda,
+        bf16=cuda, logging_strategy="no", disable_tqdm=True, save_strategy="no", seed=0,
     )  # fmt: skip
     times: list[float] = []
 

@@ -67,8 +67,11 @@ def fake_vllm(calls: list[dict[str, Any]]) -> types.ModuleType:
 def test_vllm_backend_requests_only_missing_samples(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import torch
+
     calls: list[dict[str, Any]] = []
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm(calls))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # per-request seeds
     cache = GenerationCache(tmp_path / "c.jsonl")
     sampling = Sampling(temperature=1.0, max_new_tokens=32, seed=3)
     prompts = ["alpha", "beta", "gamma"]
@@ -95,6 +98,21 @@ def test_vllm_backend_requests_only_missing_samples(
     )
     assert [p.n for p in calls[1]["params"]] == [1, 1, 1]
     assert again[0][:2] == ["Pa-0", "Pa-1"] and len(again[0]) == 3
+
+
+def test_vllm_on_cpu_seeds_the_engine_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's CPU build fails on a request's own seed ("CPU Generator does not use offset"):
+    without CUDA the engine gets the seed and the requests none; its KV cache is sized."""
+    import torch
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(calls))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    generate("m", FakeTokenizer(), ["alpha", "beta"], 2, Sampling(seed=5),
+             GenerationCache(tmp_path / "c.jsonl"), backend="vllm")  # fmt: skip
+    assert calls[0]["seed"] == 5 and calls[0]["kv_cache_memory_bytes"] > 0
+    assert [p.seed for p in calls[1]["params"]] == [None, None]
 
 
 def test_vllm_missing_says_use_hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -381,12 +381,48 @@ def hf_weights(weights: dict, layout: dict) -> dict:
     return out
 
 
+def check_engines_hold_what_was_sent(run: FitRun, engines: int, steps: int) -> None:
+    """After every sync, every engine's weights (read back from vLLM under its own names, the
+    stacked qkv_proj and gate_up_proj split back) equal what the trainer sent, tensor by
+    tensor; the tied lm_head is the engine's embedding; and the training moved them."""
+    import torch
+
+    sent = run.trainer_weights()
+    held = run.engine_syncs()
+    assert len(sent) == steps and len(held) == engines, (len(sent), list(held))
+    for pid, syncs in held.items():
+        assert len(syncs) == steps, pid
+        for n, (sent_n, (weights, layout)) in enumerate(zip(sent, syncs, strict=True), 1):
+            assert layout["tied"] == layout["lm_head_is_embedding"], layout
+            assert set(weights) == set(sent_n), (pid, n, set(weights) ^ set(sent_n))
+            for name, tensor in sent_n.items():
+                assert torch.equal(weights[name], tensor), (pid, n, name)
+    moved = [n for n in sent[0] if not torch.equal(sent[0][n], sent[-1][n])]
+    assert len(moved) > len(sent[0]) // 2, len(moved)
+
+
+def sample_versions(record: dict) -> list[tuple[tuple[int, ...], int]]:
+    """(prompt + completion ids, the policy version GTPO tagged) of every row of one step."""
+    rows = []
+    for mb in record["micro_batches"]:
+        for r, version in enumerate(mb["policy_version"].tolist()):
+            ids = mb["sequences"][r][mb["attention_mask"][r].bool()].tolist()
+            rows.append((tuple(ids), int(version)))
+    return rows
+
+
 def run_fit(
-    argv: list[str], out: Path, num_gpus: int = 2, timeout: float = 420, engine: str = "hf"
+    argv: list[str],
+    out: Path,
+    num_gpus: int = 2,
+    timeout: float = 420,
+    engine: str = "hf",
+    env: dict[str, str] | None = None,
 ) -> FitRun:
     """`gtpo-openrlhf ARGV` through the driver below, in a subprocess; returns its log.
 
-    `engine`: "vllm" (the real engine) or "hf" (the stand-in; module docstring). The run's whole
+    `engine`: "vllm" (the real engine) or "hf" (the stand-in; module docstring); `env`: more
+    environment for every process of the run (fit_site's recordings read some). The run's whole
     process group (the driver, Ray's processes, vLLM's engine cores) is killed if the run
     outlives `timeout`, and also if the caller is interrupted (pytest-timeout, Ctrl-C): a run
     left behind would hold cores and memory through the tests after it.
@@ -402,6 +438,7 @@ def run_fit(
     env = {
         **os.environ,
         **(VLLM_ENV if engine == "vllm" else {}),
+        **(env or {}),
         "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
         ),

@@ -26,6 +26,7 @@ from fit_harness import (  # noqa: E402
     check_factors,
     paper_terms,
     run_fit,
+    sample_versions,
     with_flags,
 )
 
@@ -52,16 +53,6 @@ def logged(run) -> dict[str, dict[int, float]]:
     events = EventAccumulator(str(folder))
     events.Reload()
     return {tag: {e.step: e.value for e in events.Scalars(tag)} for tag in events.Tags()["scalars"]}
-
-
-def sample_versions(record: dict) -> list[tuple[tuple[int, ...], int]]:
-    """(prompt + completion ids, the policy version GTPO tagged) of every row of one step."""
-    rows = []
-    for mb in record["micro_batches"]:
-        for r, version in enumerate(mb["policy_version"].tolist()):
-            ids = mb["sequences"][r][mb["attention_mask"][r].bool()].tolist()
-            rows.append((tuple(ids), int(version)))
-    return rows
 
 
 def test_it_runs_async_and_lambda_delta_is_the_papers_on_every_row(gtpo_async):

@@ -35,6 +35,7 @@ import httpx  # noqa: E402
 import torch  # noqa: E402
 from fit_harness import (  # noqa: E402
     build_real_fixture,
+    check_engines_hold_what_was_sent,
     check_factors,
     completions_of,
     paper_terms,
@@ -314,29 +315,11 @@ def test_two_ranks_zero3_with_uneven_experience_forwards(fixture_files, proxy, t
     for record in records:
         assert len(record["micro_batches"]) == 7
         check_factors(record, paper_terms(record, G, record["h_ini"]))
-    check_engines_hold_what_was_sent(run, engines=2)
-
-
-def check_engines_hold_what_was_sent(run, engines: int) -> None:
-    """After every sync, every engine's weights (read back from vLLM under its own names, the
-    stacked qkv_proj and gate_up_proj split back) equal what the trainer sent, tensor by
-    tensor; the tied lm_head is the engine's embedding; and the training moved them."""
-    sent = run.trainer_weights()
-    held = run.engine_syncs()
-    assert len(sent) == STEPS and len(held) == engines, (len(sent), list(held))
-    for pid, syncs in held.items():
-        assert len(syncs) == STEPS, pid
-        for n, (sent_n, (weights, layout)) in enumerate(zip(sent, syncs, strict=True), 1):
-            assert layout["tied"] and layout["lm_head_is_embedding"], layout
-            assert set(weights) == set(sent_n), (pid, n, set(weights) ^ set(sent_n))
-            for name, tensor in sent_n.items():
-                assert torch.equal(weights[name], tensor), (pid, n, name)
-    moved = [n for n in sent[0] if not torch.equal(sent[0][n], sent[1][n])]
-    assert len(moved) > len(sent[0]) // 2
+    check_engines_hold_what_was_sent(run, engines=2, steps=STEPS)
 
 
 def test_every_sync_reaches_the_engine_with_its_prefix_cache_reset(one_rank):
-    check_engines_hold_what_was_sent(one_rank, engines=1)
+    check_engines_hold_what_was_sent(one_rank, engines=1, steps=STEPS)
     resets = [json.loads(f.read_text()) for f in one_rank.capture.glob("prefix_cache_resets_*")]
     (resets,) = resets
     # One reset asked before each sync's weights, and vLLM did it (nothing held KV blocks).

@@ -24,9 +24,13 @@ What it hides, and only a GPU shows: NCCL itself (communicator set-up, timeouts)
 received tensors, and vLLM loading each weight as it arrives (here one reload per sync: a sync
 that ended without its last weight would leave the engine on its old weights instead of a mix).
 
+TRL's colocate mode (`use_vllm=True, vllm_mode="colocate"`) loads the weights in its own
+process, one `load_weights` call per weight: `trl_sync_weights` sends the same weights, under
+the same names, through the same layerwise reload.
+
 Everything else is real: OpenRLHF's `RolloutRayActor`, `create_vllm_engines`, `WorkerWrap`'s
-process group and rank offsets, the names the trainer sends, vLLM's `load_weights` mapping,
-its sampler, scheduler and prefix cache.
+process group and rank offsets, TRL's `VLLMGeneration`, the names the trainers send, vLLM's
+`load_weights` mapping, its sampler, scheduler and prefix cache.
 """
 
 from __future__ import annotations
@@ -132,8 +136,35 @@ def _keep_linear_weights(module: ModuleType) -> None:
     module.dispatch_cpu_unquantized_gemm = dispatch_keeping_weight
 
 
+def trl_sync_weights(self) -> None:
+    """TRL's `VLLMGeneration.sync_weights` in colocate mode, on CPU: the weights TRL would hand
+    to the model's `load_weights` one by one (`_iter_named_params`, the same names) go to vLLM's
+    layerwise reload at once, which repacks them (the module docstring says why and what it
+    hides). Then the prefix cache reset TRL does."""
+    from vllm.config import set_current_vllm_config
+
+    engine = self.llm.llm_engine
+    runner = engine.model_executor.driver_worker.model_runner
+    weights = [(name, param.detach().clone()) for name, param in self._iter_named_params()]
+    with set_current_vllm_config(engine.vllm_config):
+        runner.reload_weights(weights_iterator=iter(weights))
+    self.llm.reset_prefix_cache()
+
+
+def _patch_trl_generation(module: ModuleType) -> None:
+    sync_weights = module.VLLMGeneration.sync_weights
+
+    def sync(self) -> None:
+        if self.mode != "colocate":
+            return sync_weights(self)  # server mode: vLLM's own process, NCCL (GPU only)
+        return trl_sync_weights(self)
+
+    module.VLLMGeneration.sync_weights = sync
+
+
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "openrlhf.trainer.ray.vllm_worker_wrap": _patch_worker_wrap,
     "vllm.distributed.device_communicators.pynccl": _patch_pynccl,
     "vllm.model_executor.layers.utils": _keep_linear_weights,
+    "trl.generation.vllm_generation": _patch_trl_generation,
 }

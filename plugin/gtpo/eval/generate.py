@@ -231,8 +231,15 @@ def _vllm_generate(
     import torch
 
     kwargs = dict(vllm_kwargs or {})
-    if not torch.cuda.is_available() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+    on_cpu = not torch.cuda.is_available()
+    if on_cpu and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
         kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_GIB << 30)
+    if on_cpu:
+        # vLLM 0.29's CPU model runner rewinds a request's own generator when it discards a
+        # sampled token (a chunked prefill), which a CPU generator cannot do ("CPU Generator
+        # does not use offset"): the engine's seed alone sets the draws there, so a rerun
+        # draws the same samples only for the same missing set.
+        log.info("vLLM on CPU: one seed for the engine, none per request")
     llm = LLM(model=model_path, seed=sampling.seed, **kwargs)
     try:
         generation_config = llm.llm_engine.model_config.try_get_generation_config()
@@ -253,7 +260,9 @@ def _vllm_generate(
                         temperature=sampling.temperature,
                         top_p=sampling.top_p,
                         max_tokens=sampling.max_new_tokens,
-                        seed=_derived_seed(sampling.seed, prompts[p], indices[0]),
+                        seed=None
+                        if on_cpu
+                        else _derived_seed(sampling.seed, prompts[p], indices[0]),
                     )
                     for p, indices in chunk
                 ]

@@ -71,6 +71,12 @@ def _record_experiences(experience_maker) -> None:
                     "scores": None if e.scores is None else e.scores.clone(),
                     "policy_version": e.info.get("policy_version"),
                     "advantages": e.advantages.clone(),
+                    "rollout_log_probs": None
+                    if e.rollout_log_probs is None
+                    else e.rollout_log_probs.clone(),
+                    "action_log_probs": None
+                    if e.action_log_probs is None
+                    else e.action_log_probs.clone(),
                 }
                 for e in out
             ],
