@@ -75,6 +75,9 @@ def run_arm(fixture, algo: str, asynchronous: bool, steps: int, out: Path) -> fl
 
 
 def main() -> None:
+    from gtpo.cli import end_on_sigterm
+
+    end_on_sigterm()  # a caller's timeout (SIGTERM) ends the runs this started, as Ctrl-C does
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 round of 5 steps")
     args = ap.parse_args()

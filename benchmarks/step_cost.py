@@ -365,6 +365,9 @@ def steady(values: list[float]) -> list[float]:
 
 
 def main() -> None:
+    from gtpo.cli import end_on_sigterm
+
+    end_on_sigterm()  # a caller's timeout (SIGTERM) ends the runs this started, as Ctrl-C does
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps (under 10 minutes)")
     ap.add_argument(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -240,7 +241,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def end_on_sigterm() -> None:
+    """SIGTERM (what `timeout` and job schedulers send) unwinds like Ctrl-C: a `SystemExit`
+    runs every `finally` and context exit on the way out, so the helpers a command started
+    (its reward server and that server's workers, a vLLM engine, a fit run's process group)
+    end with it instead of outliving it. Python's default for SIGTERM exits at once."""
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, exit_now)
+
+
 def main(argv: list[str] | None = None) -> int:
+    end_on_sigterm()
     args = build_parser().parse_args(argv)
     level = logging.getLevelName(args.log_level.upper())
     if not isinstance(level, int):
