@@ -86,7 +86,9 @@ def greedy_prompt(fixture: Fixture) -> list[int]:
 
     tokenizer = AutoTokenizer.from_pretrained(fixture.model)
     row = json.loads(fixture.prompts.read_text().splitlines()[0])
-    return tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
+    # As OpenRLHF renders a prompt: the template to text, then its ids without added tokens.
+    text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False).input_ids
 
 
 def small_run(fixture: Fixture, url: str, out, flags: dict[str, str]) -> list[str]:

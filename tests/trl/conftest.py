@@ -1,7 +1,8 @@
-"""tests/trl share a pytest process with tests/openrlhf, which puts a vLLM stand-in on sys.path
-(OpenRLHF imports vLLM at module level and vLLM needs CUDA). TRL would take the stand-in for a
-real vLLM and import modules it does not have. These tests train with use_vllm=False, so TRL is
-told, before its trainer module is imported, that vLLM is absent, which it is.
+"""tests/trl share a pytest process with tests/openrlhf, which imports vLLM (its CPU build, or the
+stand-in engine where it is missing). These tests train with use_vllm=False, so TRL is told,
+before its trainer module is imported, that vLLM is absent: TRL would otherwise import vLLM's
+modules for nothing (the stand-in has none of them). tests/trl/test_trl_vllm.py runs TRL with
+the real engine in a process of its own.
 
 `task` is the tiny arithmetic task every TRL test trains on (the demo's): a tokenizer trained
 locally and 48 prompts with their labels.

@@ -5,8 +5,9 @@ torch.distributed and lives as long as its process).
 `python vllm_colocate_run.py MODEL_DIR REWARD_URL OUT STEPS` trains GTPO for STEPS steps on the
 real instruct model, with TRL's token-level importance-sampling correction against vLLM's own
 log-probs (the kind gtpo.correction accepts), and writes OUT/result.json: after each sync, the
-largest difference between every trainer weight and the colocated engine's (vLLM's stacked
-qkv_proj / gate_up_proj split back), the losses, and whether the weights moved. The CPU weight
+largest difference between every trainer weight, cast to the engine's dtype, and the colocated
+engine's (vLLM's stacked qkv_proj / gate_up_proj split back), the losses, and whether the
+weights moved. The CPU weight
 load is tests/standins/vllm_cpu_transport.py's (installed below, before vLLM or TRL load).
 """
 
@@ -39,7 +40,11 @@ def engine_vs_trainer(trainer) -> float:
     held = hf_weights({n: p.detach() for n, p in model.named_parameters()}, layout)
     trained = dict(trainer.model.named_parameters())
     assert set(held) == set(trained), set(held) ^ set(trained)
-    return max(float((held[n] - p.detach()).abs().max()) for n, p in trained.items())
+    # vLLM runs a float32 checkpoint in bf16 by default; TRL's load casts each weight to it.
+    return max(
+        float((held[n].float() - p.detach().to(held[n].dtype).float()).abs().max())
+        for n, p in trained.items()
+    )
 
 
 def main(model_dir: str, reward_url: str, out: str, steps: int) -> None:
@@ -79,8 +84,10 @@ def main(model_dir: str, reward_url: str, out: str, steps: int) -> None:
     reward.close()
     moved = sum(not torch.equal(initial[n], p) for n, p in trainer.model.named_parameters())
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+    engine_dtype = str(generation.llm.llm_engine.model_config.dtype)
     result = {"differences": differences, "moved": moved, "losses": losses,
-              "parameters": len(initial), "steps": trainer.state.global_step}  # fmt: skip
+              "parameters": len(initial), "steps": trainer.state.global_step,
+              "engine_dtype": engine_dtype}  # fmt: skip
     Path(out, "result.json").write_text(json.dumps(result))
 
 

@@ -45,7 +45,7 @@ from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
 from gtpo.openrlhf.fused import FusedActorForward
-from gtpo.openrlhf.lora import PeftSync, is_peft
+from gtpo.openrlhf.lora import PeftSync, is_peft, rollout_parameter_count, rollout_parameters
 from gtpo.openrlhf.resume import check_checkpoint_shared
 from gtpo.openrlhf.rewards import rollout_reward_client
 from gtpo.openrlhf.rollouts import RolloutTally
@@ -160,12 +160,18 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
 
     def broadcast_to_vllm(self):
         """OpenRLHF's weight sync; with LoRA, of the merged weights under the base model's
-        names (`lora.py`), which is what the rollout engines hold."""
+        names (`lora.py`), which is what the rollout engines hold, one at a time."""
         model = self.actor.model.module
         if not is_peft(model):
             return super().broadcast_to_vllm()
-        with PeftSync(model, gather=compat.ZERO_STAGE.get(self.args) == 3):
-            return super().broadcast_to_vllm()
+        gather = compat.ZERO_STAGE.get(self.args) == 3
+        if self.use_cuda_ipc or compat.DS_TENSOR_PARALLEL.get(self.args) > 1:
+            # OpenRLHF's own loop (CUDA IPC handles, tensor-parallel gathers) over the merged
+            # view: every merged copy at once.
+            with PeftSync(model, gather=gather):
+                return super().broadcast_to_vllm()
+        weights = rollout_parameters(model, gather)
+        return compat.stream_to_engines(self, weights, rollout_parameter_count(model))
 
 
 def rank_padded_samples(samples: list[Any], ranks: int) -> tuple[list[Any], int]:

@@ -72,6 +72,7 @@ def release(version: str) -> tuple[int, ...]:
 # module -> dotted attributes that must exist in it.
 REQUIRED: dict[str, tuple[str, ...]] = {
     "openrlhf.utils.config": ("hierarchize",),
+    "openrlhf.utils.distributed_util": ("torch_dist_barrier_and_cuda_sync",),
     "openrlhf.trainer.ppo_trainer": (
         "PPOTrainer.__ray_actor_class__",
         "PPOTrainer._default_options",
@@ -230,6 +231,9 @@ ACTOR_NODES = Arg("actor.num_nodes")
 ACTOR_GPUS_PER_NODE = Arg("actor.num_gpus_per_node")
 RING_ATTN_SIZE = Arg("ds.ring_attn_size")
 ZERO_STAGE = Arg("ds.zero_stage")
+DS_TENSOR_PARALLEL = Arg("ds.tensor_parallel_size")
+PREFIX_CACHING = Arg("vllm.enable_prefix_caching")
+SYNC_WITH_RAY = Arg("vllm.sync_with_ray")
 TENSOR_PARALLEL_SIZE = Arg("ds.tensor_parallel_size")
 VLLM_SLEEP = Arg("vllm.enable_sleep")
 # The placement train() builds after Ray starts (and the asserts it makes there).
@@ -515,3 +519,53 @@ def _probe(args: Any) -> list[str]:
                     f"each action token ({ADVANTAGE_ESTIMATOR.get(probe)})"
                 )
     return problems
+
+
+def stream_to_engines(trainer: Any, weights: Any, count: int) -> None:
+    """OpenRLHF 0.11.2's `ActorPPOTrainer.broadcast_to_vllm` (its broadcast path: NCCL, gloo or
+    Ray collectives), fed `count` (name, tensor) pairs one at a time: each is sent, and dropped
+    before the next is made. OpenRLHF first lists every parameter, which for LoRA's merged
+    copies (`lora.rollout_parameters`) holds a copy of every adapted layer at once.
+
+    Every rank iterates `weights` together (under ZeRO-3 each pair is a gather); rank 0 sends.
+    The last weight is marked `empty_cache`, as OpenRLHF marks it, and the prefix caches are
+    reset around the sync as OpenRLHF resets them.
+    """
+    import deepspeed
+    import ray
+    from openrlhf.utils.distributed_util import torch_dist_barrier_and_cuda_sync
+
+    args = trainer.strategy.args
+    rank0 = torch.distributed.get_rank() == 0
+    resets = []
+    if rank0 and PREFIX_CACHING.get(args):
+        resets = [engine.reset_prefix_cache.remote() for engine in trainer.vllm_engines]
+    torch.cuda.empty_cache()
+    sent = 0
+    for name, weight in weights:
+        sent += 1
+        partitioned = hasattr(weight, "ds_id")  # a ZeRO-3 parameter left as it is
+        with deepspeed.zero.GatheredParameters([weight], enabled=partitioned):
+            if rank0:
+                shape = weight.ds_shape if hasattr(weight, "ds_shape") else weight.shape
+                updates = [
+                    engine.update_weight.remote(
+                        name, dtype=weight.dtype, shape=shape, empty_cache=sent == count
+                    )
+                    for engine in trainer.vllm_engines
+                ]
+                if SYNC_WITH_RAY.get(args):
+                    import ray.util.collective as collective
+
+                    collective.broadcast(weight.data, 0, group_name=trainer._model_update_group)
+                else:
+                    trainer._model_update_group.broadcast(
+                        weight.data, src=0, stream=torch.cuda.current_stream()
+                    )
+                ray.get(updates)
+        del weight
+    if sent != count:
+        raise RuntimeError(f"the weight sync sent {sent} weights, {count} expected")
+    ray.get(resets)
+    torch.cuda.empty_cache()
+    torch_dist_barrier_and_cuda_sync()

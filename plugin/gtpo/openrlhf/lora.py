@@ -8,6 +8,11 @@ is what the sync should send instead: each base weight with its adapters' update
 (W + B·A·α/r, peft's own `get_delta_weight`), under the base model's name, and no adapter
 tensors. The trained model is not modified (no merge and unmerge of the live weights, whose
 bf16 round trip would drift).
+
+The sync streams them (`compat.stream_to_engines`): each merged copy is sent and dropped before
+the next is made, so a rank holds one extra layer, not a merged copy of every adapted layer
+(OpenRLHF lists every parameter before it sends the first). `benchmarks/lora_sync_memory.py`
+measures the difference.
 """
 
 from __future__ import annotations
@@ -64,6 +69,13 @@ def rollout_parameters(model: Any, gather: bool) -> Iterator[tuple[str, torch.Te
         # Marked trainable: OpenRLHF's VLM sync sends only those, and the adapters moved it.
         merged.requires_grad_(True)
         yield base_name(name), merged
+        del merged  # not held while the next one is made
+
+
+def rollout_parameter_count(model: Any) -> int:
+    """How many weights `rollout_parameters` yields (no merge made)."""
+    names = (name for name, _ in type(model).named_parameters(model))
+    return sum(not any(marker in name for marker in ADAPTER_MARKERS) for name in names)
 
 
 def _lora_layer(model: Any, name: str) -> Any:

@@ -113,23 +113,30 @@ def _record_generated_prompts(samples_generator) -> None:
     samples_generator.SamplesGenerator._generate_vllm = _generate_vllm
 
 
-def _record_synced_weights(ppo_actor) -> None:
+def _record_synced_weights(actors) -> None:
     """trainer_weights_<pid>_<n>.pt: on policy rank 0, the weights the n-th sync sent, as the
-    trainer held them (gathered under ZeRO-3; with LoRA, GTPO's merged view, which is what
-    `named_parameters` yields during the sync), to compare with what each engine then holds."""
+    trainer held them (gathered under ZeRO-3; with LoRA, GTPO's merged view under the base
+    names, `lora.rollout_parameters`), to compare with what each engine then holds. Wraps
+    GTPO's `broadcast_to_vllm`, which every sync goes through (OpenRLHF's own loop or GTPO's
+    streamed one)."""
     import deepspeed
     import torch
 
+    from gtpo.openrlhf.lora import is_peft, rollout_parameters
+
     capture = os.environ["GTPO_TEST_CAPTURE_DIR"]
-    base = ppo_actor.ActorPPOTrainer
-    broadcast = base.broadcast_to_vllm
+    trainer_class = actors.GTPOActorPPOTrainer
+    broadcast = trainer_class.broadcast_to_vllm
     syncs = itertools.count(1)
 
     def recording_broadcast(self):
         out = broadcast(self)
+        model = self.actor.model.module
+        zero3 = self.strategy.args.ds.zero_stage == 3
+        weights = rollout_parameters(model, zero3) if is_peft(model) else model.named_parameters()
         rank0 = torch.distributed.get_rank() == 0
         sent = {}
-        for name, param in self.actor.model.module.named_parameters():
+        for name, param in weights:
             partitioned = hasattr(param, "ds_id")  # ZeRO-3: every rank takes part in the gather
             with deepspeed.zero.GatheredParameters([param], enabled=partitioned):
                 if rank0:
@@ -139,7 +146,7 @@ def _record_synced_weights(ppo_actor) -> None:
             torch.save(sent, os.path.join(capture, name))
         return out
 
-    base.broadcast_to_vllm = recording_broadcast
+    trainer_class.broadcast_to_vllm = recording_broadcast
 
 
 def _record_engine(vllm_engine) -> None:
@@ -256,10 +263,8 @@ def _record_actor_training(ppo_actor) -> None:
 extra = dict(vllm_cpu_transport.PATCHES)
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
     extra["openrlhf.trainer.ppo_trainer"] = _record_train_step_time
-    extra["openrlhf.trainer.ray.ppo_actor"] = lambda module: (
-        _record_actor_training(module),
-        _record_synced_weights(module),
-    )
+    extra["openrlhf.trainer.ray.ppo_actor"] = _record_actor_training
+    extra["gtpo.openrlhf.actors"] = _record_synced_weights
     extra["openrlhf.trainer.ppo_utils.experience_maker"] = _record_experiences
     extra["openrlhf.trainer.ppo_utils.samples_generator"] = _record_generated_prompts
     extra["openrlhf.trainer.ray.vllm_engine"] = _record_engine
