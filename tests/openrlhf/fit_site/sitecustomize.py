@@ -34,6 +34,7 @@ import itertools
 import os
 
 import cuda_on_cpu
+import float32_on_cpu
 import vllm_cpu_transport
 
 
@@ -258,14 +259,29 @@ def _record_actor_training(ppo_actor) -> None:
     base.training_step = counting
 
 
+def _both(first, second):
+    def patch(module) -> None:
+        first(module)
+        second(module)
+
+    return patch
+
+
 # The real engine's weight sync on CPU (a no-op where the stand-in engine runs: it imports none of
-# these modules but its own PyNcclCommunicator, the same gloo class).
+# these modules but its own PyNcclCommunicator, the same gloo class); float32 where the harness
+# asks for it (a CPU without bf16 units: tests/standins/float32_on_cpu.py).
 extra = dict(vllm_cpu_transport.PATCHES)
+if os.environ.get("GTPO_TEST_FLOAT32") == "1":
+    extra.update(float32_on_cpu.PATCHES)
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
-    extra["openrlhf.trainer.ppo_trainer"] = _record_train_step_time
-    extra["openrlhf.trainer.ray.ppo_actor"] = _record_actor_training
-    extra["gtpo.openrlhf.actors"] = _record_synced_weights
-    extra["openrlhf.trainer.ppo_utils.experience_maker"] = _record_experiences
-    extra["openrlhf.trainer.ppo_utils.samples_generator"] = _record_generated_prompts
-    extra["openrlhf.trainer.ray.vllm_engine"] = _record_engine
+    recordings = {
+        "openrlhf.trainer.ppo_trainer": _record_train_step_time,
+        "openrlhf.trainer.ray.ppo_actor": _record_actor_training,
+        "gtpo.openrlhf.actors": _record_synced_weights,
+        "openrlhf.trainer.ppo_utils.experience_maker": _record_experiences,
+        "openrlhf.trainer.ppo_utils.samples_generator": _record_generated_prompts,
+        "openrlhf.trainer.ray.vllm_engine": _record_engine,
+    }
+    for name, record in recordings.items():
+        extra[name] = _both(extra[name], record) if name in extra else record
 cuda_on_cpu.install(extra)
