@@ -8,6 +8,8 @@ the same items (parse reference, parse answer, verify), and prints the ratios.
 
     python benchmarks/reward_server_load.py            # 5,000 completions, groups of 8
     python benchmarks/reward_server_load.py --n 1000 --concurrency 1 64
+    # this checkout against another one (e.g. a git worktree of an earlier commit), alternating
+    python benchmarks/reward_server_load.py --concurrency 64 --against /tmp/before --repeat 3
 
 Only loopback traffic; every loop is bounded by N.
 """
@@ -186,6 +188,13 @@ def main() -> None:
         help="open a new HTTP session per request, exactly like OpenRLHF 0.11's client",
     )
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout whose reward server runs right after this one's at each level "
+        "(same items, same baseline measurement): a before/after in one run",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="rounds over the levels")
     args = ap.parse_args()
 
     items = make_items(args.n, args.group, args.seed)
@@ -194,24 +203,31 @@ def main() -> None:
         f"{len(items)} completions, groups of {args.group}, {os.cpu_count()} CPU cores, "
         f"load average before the run {load:.2f} (other work on the machine skews the numbers)"
     )
+    checkouts = [("this", None)] + ([] if args.against is None else [("against", args.against)])
     rows = []
-    for c in args.concurrency:
-        # The baseline is re-measured right before each level, so that each ratio compares two
-        # measurements taken under the same background load.
-        baseline, base_wrong = math_verify_sequential(items)
-        proc, url = start_server({})
-        try:
-            res = asyncio.run(drive(url, items, c, args.session_per_request))
-            res.update(scrape(url))
-        finally:
-            stop_server(proc)
-        res.update(concurrency=c, baseline=baseline, baseline_wrong=base_wrong)
-        rows.append(res)
+    for _ in range(args.repeat):
+        for c in args.concurrency:
+            # The baseline is re-measured right before each level, so that each ratio compares
+            # two measurements taken under the same background load.
+            baseline, base_wrong = math_verify_sequential(items)
+            for name, tree in checkouts:
+                proc, url = start_server({}, cwd=tree)
+                try:
+                    res = asyncio.run(drive(url, items, c, args.session_per_request))
+                    res.update(scrape(url))
+                finally:
+                    stop_server(proc)
+                res.update(
+                    concurrency=c, baseline=baseline, baseline_wrong=base_wrong, checkout=name
+                )
+                rows.append(res)
 
+    if args.against is not None:
+        print(f"against: {args.against}")
     header = (
-        f"{'conc':>4} {'compl/s':>9} {'math-verify/s':>13} {'ratio':>6} {'p50 ms':>8} "
-        f"{'p99 ms':>8} {'p99/p50':>7} {'errors':>6} {'wrong':>5} {'pool hit/miss':>13} "
-        f"{'client CPU':>10}"
+        f"{'server':>7} {'conc':>4} {'compl/s':>9} {'math-verify/s':>13} {'ratio':>6} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7} {'errors':>6} {'wrong':>5} "
+        f"{'pool hit/miss':>13} {'client CPU':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -219,7 +235,8 @@ def main() -> None:
         hits = r['cache_lookups_total{result="hit"}']
         miss = r['cache_lookups_total{result="miss"}']
         print(
-            f"{r['concurrency']:>4} {r['throughput']:>9.1f} {r['baseline']:>13.1f} "
+            f"{r['checkout']:>7} {r['concurrency']:>4} {r['throughput']:>9.1f} "
+            f"{r['baseline']:>13.1f} "
             f"{r['throughput'] / r['baseline']:>5.2f}x {r['p50'] * 1e3:>8.2f} "
             f"{r['p99'] * 1e3:>8.2f} {r['p99'] / r['p50']:>7.1f} {r['errors']:>6} "
             f"{r['wrong_verdicts']:>5} {hits:>6.0f}/{miss:<6.0f} {r['client_cpu']:>9.0%}"

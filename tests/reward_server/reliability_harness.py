@@ -223,10 +223,15 @@ def term_with_parent() -> None:
 
 
 def start_server(
-    env_extra: dict[str, str], port: int | None = None, log: Path | None = None
+    env_extra: dict[str, str],
+    port: int | None = None,
+    log: Path | None = None,
+    cwd: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``python -m reward_server`` on 127.0.0.1 (a free port unless given) and wait for
-    ``/readyz``; its output goes to ``log`` (appended) or nowhere."""
+    ``/readyz``; its output goes to ``log`` (appended) or nowhere. ``cwd``: the checkout whose
+    ``reward_server`` runs (``-m`` looks in the working directory first; default: this one's
+    installed package)."""
     port = port or free_port()
     env = {**os.environ, "GTPO_RS_LOG_LEVEL": "warning", **env_extra}
     out = log.open("ab") if log is not None else subprocess.DEVNULL
@@ -236,6 +241,7 @@ def start_server(
         stdout=out,
         stderr=subprocess.STDOUT,
         preexec_fn=term_with_parent if sys.platform.startswith("linux") else None,
+        cwd=cwd,
     )
     if log is not None:
         out.close()  # the child holds its own copy
