@@ -225,3 +225,23 @@ def test_the_dry_run_restores_what_it_rebinds(no_ray_no_network, capsys, caplog)
     before = (openrlhf.utils.get_strategy, ray.is_initialized)
     assert dry_run(TWO_NODES, capsys, caplog)[0] == 0
     assert (openrlhf.utils.get_strategy, ray.is_initialized) == before
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("http://127.0.0.1:8000/get_reward", True),
+        ("http://localhost:8000/get_reward", True),
+        ("http://[::1]:8000/get_reward", True),
+        ("http://10.0.0.1:8000/get_reward,http://127.0.0.2:8000/get_reward", True),
+        ("http://rs1.cluster:8000/get_reward", False),  # a name each node resolves
+    ],
+)
+def test_two_nodes_need_a_reward_url_every_node_reaches(
+    no_ray_no_network, capsys, caplog, url, refused
+):
+    i = TWO_NODES.index("--reward.remote_url")
+    argv = [*TWO_NODES[: i + 1], url, *TWO_NODES[i + 2 :]]
+    code, _, errors = dry_run(argv, capsys, caplog)
+    assert (code == 2) == refused, errors
+    assert ("Pass --reward.remote_url with an address every node reaches" in errors) == refused

@@ -100,7 +100,9 @@ def _first_row(file: Path) -> dict[str, Any] | None:
 
 def _this_machine(host: str | None) -> bool:
     """An address that means the machine it is used on (loopback, or 0.0.0.0 as a target)."""
-    if host is None or host == "localhost":
+    if host is None:
+        return False  # not a URL with a host (OpenRLHF's "agent"): nothing to judge
+    if host == "localhost":
         return True
     try:
         address = ipaddress.ip_address(host)
@@ -137,8 +139,7 @@ def layout_refusals(args: Any) -> list[str]:
             f"{colocate.flag} puts it on the policy's GPUs: OpenRLHF asserts, after Ray has "
             f"started, that it spans the policy's {nodes} node(s) × {gpus} GPUs, but it spans "
             f"{ref[0]} × {ref[1]} ({compat.REF_NODES.flag}, {compat.REF_GPUS_PER_NODE.flag}; "
-            "OpenRLHF's "
-            f"defaults are 1 × 8). Pass {compat.REF_NODES.flag} {nodes} "
+            f"OpenRLHF's defaults are 1 × 8). Pass {compat.REF_NODES.flag} {nodes} "
             f"{compat.REF_GPUS_PER_NODE.flag} {gpus}."
         )
     engines = compat.VLLM_ENGINES.get(args) or 0
@@ -161,8 +162,8 @@ def layout_refusals(args: Any) -> list[str]:
             f"{compat.REMOTE_URL.flag} {','.join(loopback)} is this machine's loopback, but the "
             f"policy spans {nodes} nodes and the rollout actors post rewards from the node "
             "each runs on: on the others that address is their own, where no reward server "
-            f"listens. Pass {compat.REMOTE_URL.flag} with an address every node reaches (the "
-            "head node's, the server bound to 0.0.0.0 or that address)."
+            f"listens. Pass {compat.REMOTE_URL.flag} with an address every node reaches, e.g. "
+            "the head node's, with the server bound to it or to 0.0.0.0."
         )
     problems += _batch_refusals(args)
     problems += _model_refusals(args, engines, tp)
