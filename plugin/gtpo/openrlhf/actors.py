@@ -165,7 +165,7 @@ class GTPOActorPPOTrainer(_ppo_actor.ActorPPOTrainer):
         if not is_peft(model):
             return super().broadcast_to_vllm()
         gather = compat.ZERO_STAGE.get(self.args) == 3
-        if self.use_cuda_ipc or compat.DS_TENSOR_PARALLEL.get(self.args) > 1:
+        if self.use_cuda_ipc or compat.TENSOR_PARALLEL_SIZE.get(self.args) > 1:
             # OpenRLHF's own loop (CUDA IPC handles, tensor-parallel gathers) over the merged
             # view: every merged copy at once.
             with PeftSync(model, gather=gather):
