@@ -133,16 +133,61 @@ def _wait_http(namespace: str, url: str, timeout: float, log: Path) -> None:
     )
 
 
+@contextlib.contextmanager
+def ray_cluster(net: Net, env: dict[str, str], logs: Path, cpus: int, gpus: int) -> Iterator[str]:
+    """`ray start --head` in the head namespace and `ray start --address` in the worker's, each
+    with `gpus` logical GPUs; yields the head's address once both nodes are up."""
+    # Short: Ray's Unix sockets live under it, and their paths must fit in 107 bytes.
+    ray_tmp = tempfile.mkdtemp(prefix="gtpo-ray-", dir="/tmp")
+    common = ["--num-cpus", str(cpus), "--num-gpus", str(gpus), "--object-store-memory",
+              "200000000", "--block"]  # fmt: skip
+    address = f"{net.head_ip}:6379"
+    try:
+        _start(
+            net.head,
+            ["ray", "start", "--head", "--node-ip-address", net.head_ip, "--port", "6379",
+             "--include-dashboard", "false", "--temp-dir", ray_tmp, *common],
+            logs / "ray-head.log", env,
+        )  # fmt: skip
+        time.sleep(10)
+        _start(
+            net.worker,
+            ["ray", "start", "--address", address, "--node-ip-address", net.worker_ip, *common],
+            logs / "ray-worker.log", env,
+        )  # fmt: skip
+        waited = subprocess.run(
+            _in(net.head, sys.executable, "-c", WAIT_FOR_TWO_NODES, address),
+            env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert waited.returncode == 0, waited.stderr[-2000:] + _logs(logs)
+        yield address
+    finally:
+        for namespace in (net.head, net.worker):
+            _kill_namespace_processes(namespace)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def _logs(folder: Path) -> str:
+    return "".join(f"\n--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(folder.glob("*.log")))
+
+
+WAIT_FOR_TWO_NODES = """
+import sys, time
+import ray
+
+ray.init(address=sys.argv[1], log_to_driver=False)
+deadline = time.monotonic() + 150
+while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+    assert time.monotonic() < deadline, ray.nodes()
+    time.sleep(1)
+"""
+
 POST_FROM_WORKER = """
 import json, sys, urllib.request
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 ray.init(address=sys.argv[1], log_to_driver=False)
-deadline = __import__("time").monotonic() + 120
-while len([n for n in ray.nodes() if n["Alive"]]) < 2:
-    assert __import__("time").monotonic() < deadline, ray.nodes()
-    __import__("time").sleep(1)
 worker = [n for n in ray.nodes() if n["Alive"] and n["NodeManagerAddress"] == sys.argv[2]][0]
 
 @ray.remote(num_cpus=0)
@@ -185,37 +230,132 @@ def test_a_second_node_reaches_the_reward_server_as_documented(tmp_path):
         _wait_http(net.worker, f"{head_url}/readyz", 10, server_log)
 
         ray_env = _environment(RAY_USAGE_STATS_ENABLED="0")
-        # Short: Ray's Unix sockets live under it, and their paths must fit in 107 bytes.
-        ray_tmp = tempfile.mkdtemp(prefix="gtpo-ray-", dir="/tmp")
-        common = ["--num-cpus", "1", "--num-gpus", "1", "--object-store-memory", "100000000",
-                  "--block"]  # fmt: skip
-        _start(
-            net.head,
-            ["ray", "start", "--head", "--node-ip-address", net.head_ip, "--port", "6379",
-             "--include-dashboard", "false", "--temp-dir", ray_tmp, *common],
-            tmp_path / "ray-head.log", ray_env,
-        )  # fmt: skip
-        time.sleep(10)
-        _start(
-            net.worker,
-            ["ray", "start", "--address", f"{net.head_ip}:6379", "--node-ip-address",
-             net.worker_ip, *common],
-            tmp_path / "ray-worker.log", ray_env,
-        )  # fmt: skip
-        driver = subprocess.run(
-            _in(net.head, sys.executable, "-c", POST_FROM_WORKER, f"{net.head_ip}:6379",
-                net.worker_ip, f"{head_url}/get_reward", f"http://127.0.0.1:{port}/get_reward"),
-            env=ray_env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        logs = "".join(
-            f"\n--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(tmp_path.glob("*.log"))
-        )
-        assert driver.returncode == 0, driver.stderr[-3000:] + logs
+        with ray_cluster(net, ray_env, tmp_path, cpus=1, gpus=1) as address:
+            driver = subprocess.run(
+                _in(net.head, sys.executable, "-c", POST_FROM_WORKER, address, net.worker_ip,
+                    f"{head_url}/get_reward", f"http://127.0.0.1:{port}/get_reward"),
+                env=ray_env, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+        assert driver.returncode == 0, driver.stderr[-3000:] + _logs(tmp_path)
         report = json.loads(driver.stdout.strip().splitlines()[-1])
-    shutil.rmtree(ray_tmp, ignore_errors=True)
     assert report["nodes"] == sorted([net.head_ip, net.worker_ip])
     where, answer = report["results"][f"{head_url}/get_reward"]
     assert answer["rewards"] == [20.0], answer  # format 10 + accuracy 10, from the other node
     # The loopback URL, from the worker node: its own loopback, where nothing listens.
     where, error = report["results"][f"http://127.0.0.1:{port}/get_reward"]
     assert where is None and "Connection refused" in error, error
+
+
+def _fit_environment(capture: Path) -> dict[str, str]:
+    """fit_harness.run_fit's environment for the driver and, through `ray start`, every Ray
+    worker of both nodes; collectives go over the veth pair, not loopback."""
+    import fit_harness
+
+    worker = {k: v for k, v in fit_harness.WORKER_ENV.items() if k in FIT_WORKER_ENV}
+    paths = [fit_harness.FIT_SITE, fit_harness.STANDINS, fit_harness.HF_ENGINE]
+    return _environment(
+        **worker,
+        GLOO_SOCKET_IFNAME=IFACE,
+        PYTHONPATH=os.pathsep.join(map(str, paths)),
+        GTPO_TEST_CAPTURE_DIR=str(capture),
+        GTPO_TEST_FLOAT32="1" if fit_harness.float32_on_cpu.wanted() else "0",
+        PYTHONUNBUFFERED="1",
+        RAY_USAGE_STATS_ENABLED="0",
+    )
+
+
+# fit_harness.WORKER_ENV without its loopback settings (GLOO_SOCKET_IFNAME=lo and Ray's
+# single-node switch).
+FIT_WORKER_ENV = ("DS_ACCELERATOR", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS")
+
+
+# Every actor the cluster has run, dead ones included, from the GCS's actor table (the log
+# prefixes cannot tell: both nodes share one filesystem, so both log monitors read every log).
+ACTOR_NODES = """
+import json, sys
+import ray
+from ray._private.state import actors
+
+ray.init(address=sys.argv[1], log_to_driver=False)
+rows = [[a, v["ActorClassName"], v["Address"]["IPAddress"]] for a, v in actors().items()]
+print(json.dumps(rows))
+"""
+
+
+def _actor_nodes(net: Net, address: str, env: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """actor id -> (class name, node address) of every actor the cluster has run."""
+    listed = subprocess.run(
+        _in(net.head, sys.executable, "-c", ACTOR_NODES, address),
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    rows = json.loads(listed.stdout.strip().splitlines()[-1])
+    return {actor: (name, ip) for actor, name, ip in rows}
+
+
+def _nodes_of(actor: str, placed: dict[str, tuple[str, str]]) -> set[str]:
+    return {ip for name, ip in placed.values() if name.endswith(actor)}
+
+
+def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
+    """The documented layout on two nodes of one logical GPU each: policy ranks, colocated
+    vLLM engines (the stand-in) and the reference model on both, the reward server on the head,
+    checkpoints on storage both nodes share; a resume from it, and the GRPO baseline with KL."""
+    import fit_harness
+
+    fixture = fit_harness.build_fixture(tmp_path / "fixture")
+    with two_namespaces() as net:
+        server_log = tmp_path / "reward-server.log"
+        _start(
+            net.head, ["gtpo-reward-server", "--host", "0.0.0.0", "--port", "8000"], server_log,
+            _environment(GTPO_RS_WORKERS="1", GTPO_RS_VERIFY_WORKERS="1"),
+        )  # fmt: skip
+        head_url = f"http://{net.head_ip}:8000"
+        _wait_http(net.head, f"{head_url}/readyz", 120, server_log)
+        env = _fit_environment(tmp_path / "capture")
+        (tmp_path / "capture").mkdir()
+        shared = tmp_path / "shared"  # one filesystem: storage both nodes read
+
+        def run(name: str, extra: dict[str, str], switches: list[str]) -> tuple[str, dict]:
+            """The run's log, and the node of each actor it started."""
+            before = _actor_nodes(net, address, env)
+            argv = fit_harness.with_flags(
+                fit_harness.base_argv(fixture, head_url, shared / name),
+                {
+                    "--actor.num_nodes": "2", "--actor.num_gpus_per_node": "1",
+                    "--vllm.num_engines": "2", "--rollout.micro_batch_size": "4",
+                    "--train.micro_batch_size": "8", "--gtpo.h_ini_prompts": "2", **extra,
+                },
+            )  # fmt: skip
+            argv = [*argv, "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
+                    *switches]  # fmt: skip
+            done = subprocess.run(
+                _in(net.head, sys.executable, "-m", "gtpo.openrlhf", *argv),
+                env={**env, "RAY_ADDRESS": address}, capture_output=True, text=True,
+                timeout=600,
+            )  # fmt: skip
+            log = done.stdout + done.stderr
+            (tmp_path / f"{name}.log").write_text(log)
+            assert done.returncode == 0, log[-4000:] + _logs(tmp_path)
+            after = _actor_nodes(net, address, env)
+            return log, {k: v for k, v in after.items() if k not in before}
+
+        with ray_cluster(net, env, tmp_path, cpus=4, gpus=1) as address:
+            gtpo, gtpo_actors = run("gtpo", {"--ckpt.save_steps": "2"}, [])
+            resumed, _ = run(
+                "resumed", {"--ckpt.path": str(shared / "gtpo" / "ckpt")}, ["--ckpt.load_enable"]
+            )
+            _, grpo_actors = run(
+                "grpo-kl",
+                {"--gtpo.algo": "grpo", "--algo.kl.init_coef": "0.01", "--ref.num_nodes": "2",
+                 "--ref.num_gpus_per_node": "1", "--data.max_samples": "4"},
+                [],
+            )  # fmt: skip
+    both = {net.head_ip, net.worker_ip}
+    for actor in ("PolicyModelActor", "RolloutActor"):
+        assert _nodes_of(actor, gtpo_actors) == both, (actor, gtpo_actors)
+    assert _nodes_of("ReferenceModelActor", grpo_actors) == both, grpo_actors
+    assert "Global step 3" in gtpo
+    assert "restored from the checkpoint" in resumed
+    assert "Global step 3" in resumed and "Global step 2" not in resumed
+    assert (shared / "gtpo" / "final").exists() and (shared / "grpo-kl" / "final").exists()
