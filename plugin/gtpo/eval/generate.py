@@ -220,6 +220,10 @@ def _vllm_generate(
     ``VLLM_CPU_KVCACHE_SPACE`` GiB, else ``CPU_KV_CACHE_GIB`` (vLLM's own default reserves a
     share of the whole machine's memory and refuses to start when other processes hold it).
     """
+    # vLLM logs every engine step at INFO from each of its processes; keep its warnings unless
+    # gtpo runs at debug level or the user set vLLM's own level.
+    if not log.isEnabledFor(logging.DEBUG):
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     try:
         from vllm import LLM, SamplingParams
     except ImportError as err:
