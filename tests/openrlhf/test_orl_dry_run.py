@@ -245,3 +245,27 @@ def test_two_nodes_need_a_reward_url_every_node_reaches(
     code, _, errors = dry_run(argv, capsys, caplog)
     assert (code == 2) == refused, errors
     assert ("Pass --reward.remote_url with an address every node reaches" in errors) == refused
+
+
+def test_the_dry_run_needs_no_flash_attn(tmp_path):
+    """On a laptop flash-attn does not install (it needs CUDA) and OpenRLHF imports it at module
+    level: the dry run, in a process of its own without the tests' stand-ins, still plans."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = [sys.executable, "-c", "import importlib.util as u; print(u.find_spec('flash_attn'))"]
+    assert subprocess.run(probe, env=env, capture_output=True, text=True).stdout.strip() == "None"
+    argv = ["--actor.model_name_or_path", "org/model", "--reward.remote_url",
+            "http://10.1.2.3:8000/get_reward", "--algo.advantage.estimator", "group_norm",
+            "--algo.kl.init_coef", "0", "--rollout.n_samples_per_prompt", "8",
+            "--rollout.batch_size", "16", "--train.batch_size", "128",
+            "--actor.num_gpus_per_node", "8", "--vllm.num_engines", "8"]  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "gtpo.openrlhf", "--dry-run", *argv],
+        env={**env, "HF_HUB_OFFLINE": "1"}, cwd=tmp_path, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "every check passed; nothing started" in run.stdout

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gtpo.config import GTPOConfig, GTPOConfigError, namespace_values
-from gtpo.openrlhf import compat, enable_logging, plan
+from gtpo.openrlhf import compat, dry_imports, enable_logging, plan
 from gtpo.openrlhf.compat import OpenRLHFIncompatibleError, check_openrlhf
 from gtpo.openrlhf.flags import (
     build_parser,
@@ -146,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             "\nOpenRLHF's train_ppo_ray flags follow.\n\n"
         )
     gtpo_flags = parse_gtpo_flags(gtpo_tokens)
+    if dry_run:
+        absent = dry_imports.register_missing()
+        if absent:
+            logger.info("gtpo-openrlhf --dry-run: %s not installed; not needed to check", absent)
     try:
         version = check_openrlhf()
     except OpenRLHFIncompatibleError as exc:
