@@ -359,8 +359,8 @@ def _batch_rows(args: Any) -> list[str]:
     rows = [
         _row(
             "rollout",
-            f"{prompts} prompts × G {group} = {samples} samples a step; up to "
-            f"{compat.MAX_NEW_TOKENS.get(args)} new tokens, prompt + response cut at "
+            f"{prompts} prompts × G {group} = {samples} samples a step; "
+            f"{_new_tokens(compat.MAX_NEW_TOKENS.get(args))}, prompt + response cut at "
             f"{compat.MAX_LEN.get(args)} ({compat.MAX_LEN.flag})",
         ),
         _row(
@@ -456,3 +456,10 @@ def render(args: Any, config: GTPOConfig, changes: dict[str, tuple[Any, Any]], v
 def wandb_key_from_environment() -> str | None:
     """The W&B key the launcher passes when the command asks for W&B without one."""
     return os.environ.get("WANDB_API_KEY") or None
+
+
+def _new_tokens(limit: int | None) -> str:
+    # OpenRLHF 0.11.2 passes an unset --rollout.max_new_tokens to vLLM as max_tokens=None.
+    if limit is None:
+        return f"new tokens up to the context window ({compat.MAX_NEW_TOKENS.flag} not set)"
+    return f"up to {limit} new tokens"
