@@ -54,6 +54,7 @@ from real_model_task import G  # noqa: E402
 STEPS = 2
 PROMPTS_PER_STEP = 4
 END_OF_TURN = "<|im_end|>"
+GREEDY_MARGIN = 0.5  # logits; bf16 kernels of vLLM and transformers differ by less
 TOKENIZER_EOS = "<|endoftext|>"
 
 
@@ -139,7 +140,10 @@ def test_lora_engine_holds_the_merged_weights_under_its_own_names(lora):
 def test_lora_engine_greedy_after_each_sync_is_the_trainers_merged_model(lora):
     """vLLM's greedy continuation right after each sync (its prefix cache on, the prompt's
     blocks written by the previous sync's greedy run and reset by OpenRLHF before the new
-    weights) equals transformers' greedy continuation on the weights that sync sent."""
+    weights) is transformers' greedy choice on the weights that sync sent, at every token: fed
+    the same ids, transformers puts each of vLLM's tokens within GREEDY_MARGIN of its own top
+    logit. (Exact equality of the two argmaxes fails on near-ties: both run in bf16 with
+    different kernels.)"""
     from transformers import AutoModelForCausalLM
 
     (path,) = lora.capture.glob("greedy_*.jsonl")
@@ -147,15 +151,15 @@ def test_lora_engine_greedy_after_each_sync_is_the_trainers_merged_model(lora):
     greedy = {line["syncs"]: line["ids"] for line in lines}
     assert sorted(greedy) == list(range(1, STEPS + 1)), greedy
     model = AutoModelForCausalLM.from_pretrained(lora.model.model, dtype=torch.bfloat16).eval()
-    prompt = torch.tensor([lora.prompt])
-    continuations = []
     for n, sent in enumerate(lora.trainer_weights(), 1):
         missing, unexpected = model.load_state_dict(sent, strict=False)
         assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+        ids = torch.tensor([lora.prompt + greedy[n]])
         with torch.no_grad():
-            out = model.generate(prompt, max_new_tokens=8, do_sample=False)
-        continuations.append(out[0, prompt.shape[1] :].tolist())
-        assert continuations[-1] == greedy[n], (n, continuations[-1], greedy[n])
+            logits = model(ids).logits[0, len(lora.prompt) - 1 : -1].float()
+        chosen = logits.gather(1, torch.tensor(greedy[n])[:, None])[:, 0]
+        margins = logits.max(dim=1).values - chosen
+        assert (margins <= GREEDY_MARGIN).all(), (n, greedy[n], margins.tolist())
 
 
 def test_a_completion_ending_on_the_second_stop_id_is_trained_to_that_end(lora):

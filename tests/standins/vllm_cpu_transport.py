@@ -92,14 +92,7 @@ def update_weight(self, name, dtype, shape, empty_cache=False):
         capture = os.environ.get("GTPO_TEST_CAPTURE_DIR")
         if capture:
             path = os.path.join(capture, f"engine_weights_{os.getpid()}_{self._gtpo_syncs}.pt")
-            config = self.model_config.hf_config
-            layout = {
-                "q_rows": config.num_attention_heads * self.model_config.get_head_size(),
-                "kv_rows": self.model_config.get_total_num_kv_heads()
-                * self.model_config.get_head_size(),
-                "tied": bool(getattr(config, "tie_word_embeddings", False)),
-                "lm_head_is_embedding": _lm_head_is_embedding(self.model_runner.get_model()),
-            }
+            layout = stacking_layout(self.model_config, self.model_runner.get_model())
             torch.save({"weights": engine_weights(self), "layout": layout}, path)
 
 
@@ -107,6 +100,20 @@ def engine_weights(self) -> dict:
     """The engine model's parameters under vLLM's own names (`qkv_proj`, `gate_up_proj`, …)."""
     model = self.model_runner.get_model()
     return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def stacking_layout(model_config, model) -> dict:
+    """How vLLM stacked a Llama-style model's weights (the rows of q and of k / v in
+    `qkv_proj`) and whether its lm_head is its embedding: what `fit_harness.hf_weights` needs
+    to split the engine's weights back into the checkpoint's."""
+    head = model_config.get_head_size()
+    config = model_config.hf_config
+    return {
+        "q_rows": config.num_attention_heads * head,
+        "kv_rows": model_config.get_total_num_kv_heads() * head,
+        "tied": bool(getattr(config, "tie_word_embeddings", False)),
+        "lm_head_is_embedding": _lm_head_is_embedding(model),
+    }
 
 
 def _lm_head_is_embedding(model) -> bool:

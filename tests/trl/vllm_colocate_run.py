@@ -32,11 +32,7 @@ def engine_vs_trainer(trainer) -> float:
 
     engine = trainer.vllm_generation.llm.llm_engine
     model = engine.model_executor.driver_worker.model_runner.get_model()
-    config = engine.model_config
-    layout = {
-        "q_rows": config.hf_config.num_attention_heads * config.get_head_size(),
-        "kv_rows": config.get_total_num_kv_heads() * config.get_head_size(),
-    }
+    layout = vllm_cpu_transport.stacking_layout(engine.model_config, model)
     held = hf_weights({n: p.detach() for n, p in model.named_parameters()}, layout)
     trained = dict(trainer.model.named_parameters())
     assert set(held) == set(trained), set(held) ^ set(trained)
