@@ -166,6 +166,26 @@ async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 router = APIRouter()
 
 
+def _self_contained_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with its ``$defs`` written in place: pydantic's ``#/$defs/X``
+    references point at the document root, which in /openapi.json is not this schema, so
+    clients and fuzzers generated from the spec could not resolve them."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(value) for value in node]
+        return node
+
+    return inline(schema)
+
+
 def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> Any:
     """A token-protected POST route whose JSON body is parsed by hand (``_parse_body``), so
     its schema is documented here for OpenAPI."""
@@ -177,7 +197,7 @@ def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> 
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": body.model_json_schema()}},
+                "content": {"application/json": {"schema": _self_contained_schema(body)}},
             }
         },
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import time
@@ -29,10 +30,18 @@ def test_health_ready_and_openapi(server) -> None:
     assert httpx.get(server.url + "/healthz").json() == {"status": "ok"}
     ready = httpx.get(server.url + "/readyz")
     assert ready.status_code == 200 and ready.json() == {"status": "ready", "workers": 2}
-    paths = httpx.get(server.url + "/openapi.json").json()["paths"]
+    spec = httpx.get(server.url + "/openapi.json").json()
     assert {"/get_reward", "/v1/score", "/v1/equivalent", "/healthz", "/readyz", "/metrics"} <= set(
-        paths
+        spec["paths"]
     )
+    # Every reference resolves from the document's root, as clients generated from it need.
+    refs = re.findall(r'"\$ref": "#/([^"]+)"', json.dumps(spec))
+    assert refs
+    for ref in refs:
+        node = spec
+        for part in ref.split("/"):
+            assert part in node, f"unresolvable $ref #/{ref}"
+            node = node[part]
 
 
 CASES = [
