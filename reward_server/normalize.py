@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import functools
 import re
-from fractions import Fraction
 
 from reward_server import notation
 from reward_server.extract import unwrap_math
-from reward_server.policy import MATH_WORDS, NUMERIC_MULTIPLIERS, number_word_value, split_top
+from reward_server.numbers import base_equal, numbers_equal, parse_number
+from reward_server.relations import split_top
+from reward_server.units import percent_words
 
-# 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
-_MAX_EXPONENT = 1000
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
 
 # "The final answer is", "Answer:", and the "####" of GSM8K or a markdown heading before it.
@@ -121,7 +120,7 @@ def canonical(text: str) -> str:
     s = notation.trig_degrees(s)
     s = _DEGREES.sub("", _DEGREES_OF_NUMBER.sub(" degrees", s))
     s = _EMPTY_TEXT.sub("", s)
-    s = notation.percent_words(_NUMBER_IN_TEXT.sub(r"\1", s))
+    s = percent_words(_NUMBER_IN_TEXT.sub(r"\1", s))
     s = _EMPTY_SET.sub(r"\\emptyset", s)
     s = s.replace("{,}", ",")
     s = _CURRENCY.sub(r"\g<sign>\g<number> dollars", s.strip())
@@ -136,226 +135,6 @@ def canonical(text: str) -> str:
     s = notation.plus_minus(s)
     s = notation.backwards_equation(s)
     return notation.assignment_groups(s)
-
-
-# ---------------------------------------------------------------- numbers
-
-_NUMBER = re.compile(
-    r"(?P<sign>[+-]?)"
-    r"(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?!\d)|\d+)?"
-    r"(?:\.(?P<frac>\d*)(?:\\overline\{(?P<rep>\d+)\})?)?"
-    r"(?:[eE](?P<exp1>[+-]?\d+)"
-    r"|(?:\\times|\\cdot|\*) ?10\^(?:\{(?P<exp2>[+-]?\d+)\}|(?P<exp3>\d)))?"
-)
-_UNIT_TOKEN = re.compile(
-    r"(?P<space> ?)(?:\\(?:text|mbox|mathrm|textrm|textbf|textit|operatorname)\{[^{}0-9\\]*\}"
-    r"|(?P<word>[A-Za-z]+)\.?)(?:\^\{?[23]\}?)?"
-    r"| ?(?P<per>/)"
-)
-# Unit names allowed right after a number ("5cm"). Other words are units only after a space
-# and with 3+ letters ("5 apples"), so "5x", "5 x" and "5ab" stay expressions.
-_SHORT_UNITS_TEXT = (
-    "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi lb lbs oz ml sq mph kph usd eur gb mb "
-    "kb am pm"
-)
-_SHORT_UNITS = frozenset(_SHORT_UNITS_TEXT.split())
-
-
-def _is_unit_suffix(rest: str) -> bool:
-    """``rest`` (what follows a number) is only unit words such as ``cm``, ``\\text{ apples}``,
-    ``km/h``, ``m^2`` — never a variable (``5x``) or a math word (``5 pi``)."""
-    pos, words, after_per = 0, 0, False
-    while pos < len(rest):
-        m = _UNIT_TOKEN.match(rest, pos)
-        if not m or m.end() == pos:
-            return False
-        pos = m.end()
-        if m.group("per"):
-            after_per = True
-            continue
-        word = m.group("word")
-        if word is not None:
-            lw = word.lower()
-            known = lw in _SHORT_UNITS or (after_per and len(lw) <= 3)  # km/h, m/s
-            spaced_word = bool(m.group("space")) and len(lw) >= 3
-            if lw in MATH_WORDS or not (known or spaced_word):
-                return False
-        words += 1
-        after_per = False
-    return words > 0
-
-
-def _decimal_value(m: re.Match[str]) -> Fraction | None:
-    int_part, frac, rep = m.group("int"), m.group("frac"), m.group("rep")
-    if not int_part and not frac and not rep:
-        return None
-    value = Fraction(int((int_part or "0").replace(",", "").replace(" ", "")))
-    if frac:
-        value += Fraction(int(frac), 10 ** len(frac))
-    if rep:
-        # 0.1\overline{6}: the repeating block r after k decimals adds r / (10^k (10^len(r) - 1)).
-        value += Fraction(int(rep), 10 ** len(frac or "") * (10 ** len(rep) - 1))
-    exp = m.group("exp1") or m.group("exp2") or m.group("exp3")
-    if exp is not None:
-        e = int(exp)
-        if abs(e) > _MAX_EXPONENT:
-            return None
-        value *= Fraction(10) ** e
-    return -value if m.group("sign") == "-" else value
-
-
-def _plain_number(s: str) -> Fraction | None:
-    """A number with nothing around it (no units): ``-1,234.5``, ``1.5e3``, ``0.\\overline{3}``."""
-    m = _NUMBER.fullmatch(s.strip())
-    return _decimal_value(m) if m else None
-
-
-_FRAC = re.compile(
-    r"(?P<sign>[+-]?)\\frac(?:\{(?P<a>[^{}]*)\}\{(?P<b>[^{}]*)\}|(?P<c>\d)(?P<d>\d))"
-)
-_MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) ?\\frac\{(?P<a>\d+)\}\{(?P<b>\d+)\}")
-_ASSIGN = re.compile(r"(?:[A-Za-z]|\\text\{[A-Za-z ]+\}) ?= ?(?P<rhs>.+)")
-_PLAIN_MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) (?P<a>\d+)/(?P<b>\d+)")  # "1 1/2"
-
-
-def parse_number(s: str) -> tuple[Fraction, bool] | None:
-    """(exact value, written as a percent) of a canonical answer that is one number, else None."""
-    m = _ASSIGN.fullmatch(s)
-    if m and "=" not in m.group("rhs"):
-        s = m.group("rhs")
-    percent = False
-    if s.endswith("\\%"):  # every percent word is "\\%" in a canonical answer
-        s, percent = s[:-2].rstrip(), True
-    worded = number_word_value(s) if s[:1].isalpha() else None
-    if worded is not None:
-        return Fraction(worded), percent
-
-    m = _MIXED.fullmatch(s) or _PLAIN_MIXED.fullmatch(s)
-    if m and int(m.group("a")) < int(m.group("b")):
-        value = int(m.group("w")) + Fraction(int(m.group("a")), int(m.group("b")))
-        return (-value if m.group("sign") == "-" else value), percent
-    m = _FRAC.fullmatch(s)
-    if m:
-        num = _plain_number(m.group("a") if m.group("a") is not None else m.group("c"))
-        den = _plain_number(m.group("b") if m.group("b") is not None else m.group("d"))
-        if num is None or not den:
-            return None
-        return (-num / den if m.group("sign") == "-" else num / den), percent
-    if s.count("/") == 1:
-        a, b = s.split("/")
-        num, den = _plain_number(a), _plain_number(b)
-        if num is not None and den:
-            return num / den, percent
-
-    m = _NUMBER.match(s)
-    if not m or m.end() == 0:
-        calculated = arithmetic(s) if s.startswith("(") else None  # "(3+4)\\cdot 2"
-        return None if calculated is None else (calculated, percent)
-    value = _decimal_value(m)
-    if value is None:
-        return None
-    rest = s[m.end() :]
-    if rest[:1] in _OPERATOR_START or rest.startswith(("\\times", "\\cdot", "\\div")):
-        calculated = arithmetic(s)  # "16-3-4", "9\\times2": a calculation with numbers only
-        return None if calculated is None else (calculated, percent)
-    if rest.endswith("\\%"):
-        rest, percent = rest[:-2].rstrip(), True
-    word = re.sub(r"^\\text\{\s*([A-Za-z]+)\s*\}$", r"\1", rest.strip()).lower()
-    if word in NUMERIC_MULTIPLIERS:  # "5 thousand" is 5000, not 5 with a unit
-        return value * NUMERIC_MULTIPLIERS[word], percent
-    if rest and not _is_unit_suffix(rest):
-        return None
-    return value, percent
-
-
-# ---------------------------------------------------------------- arithmetic
-
-_OPERATOR_START = frozenset("+-*/^×÷")
-_ARITH_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<op>\\times|\\cdot|\\div|[-+*/^×÷()]|\{|\}))"
-)
-_MAX_POWER = 100  # exponents of a calculation in an answer; the cost guard bounds the rest
-_MAX_DIGITS = 1000
-
-
-def arithmetic(s: str) -> Fraction | None:
-    """The exact value of a calculation with numbers only (``16-3-4``, ``9\\times2``,
-    ``(3+4)\\cdot 2``, ``2^{10}``), or None for anything else. A small recursive-descent
-    parser over exact rationals: never ``eval``, bounded by the length of ``s``."""
-    tokens: list[str] = []
-    pos = 0
-    while pos < len(s):
-        m = _ARITH_TOKEN.match(s, pos)
-        if m is None:
-            if s[pos:].strip() == "":
-                break
-            return None
-        tokens.append(m.group("num") or m.group("op"))
-        pos = m.end()
-    if not tokens or len(tokens) > 200:
-        return None
-    try:
-        value, rest = _sum(tokens, 0)
-    except (ArithmeticError, ValueError, IndexError, RecursionError):
-        return None
-    return value if rest == len(tokens) else None
-
-
-def _sum(t: list[str], i: int) -> tuple[Fraction, int]:
-    value, i = _product(t, i)
-    while i < len(t) and t[i] in ("+", "-"):
-        right, j = _product(t, i + 1)
-        value, i = (value + right if t[i] == "+" else value - right), j
-    return value, i
-
-
-def _product(t: list[str], i: int) -> tuple[Fraction, int]:
-    value, i = _power(t, i)
-    while i < len(t) and t[i] in ("*", "/", "\\times", "\\cdot", "\\div", "×", "÷"):
-        right, j = _power(t, i + 1)
-        value, i = (value / right if t[i] in ("/", "\\div", "÷") else value * right), j
-    return value, i
-
-
-def _power(t: list[str], i: int) -> tuple[Fraction, int]:
-    base, i = _atom(t, i)
-    if i < len(t) and t[i] == "^":
-        exponent, i = _atom(t, i + 1)
-        if exponent.denominator != 1 or abs(exponent) > _MAX_POWER:
-            raise ValueError("exponent out of range")
-        base = base ** int(exponent)
-        if len(str(base.numerator)) + len(str(base.denominator)) > _MAX_DIGITS:
-            raise ValueError("too large")
-    return base, i
-
-
-def _atom(t: list[str], i: int) -> tuple[Fraction, int]:
-    if t[i] == "-":
-        value, i = _atom(t, i + 1)
-        return -value, i
-    if t[i] in ("(", "{"):
-        closer = ")" if t[i] == "(" else "}"
-        value, j = _sum(t, i + 1)
-        if j >= len(t) or t[j] != closer:
-            raise ValueError("unbalanced")
-        return value, j + 1
-    if t[i][0].isdigit():
-        return Fraction(t[i]), i + 1
-    raise ValueError(f"unexpected {t[i]}")
-
-
-def _numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool]) -> bool:
-    """Exact equality. A bare number is read in the reference's unit: against ``25\\%`` the
-    answer 25 is right and 0.25 is not (it would be 0.25%). An answer p% against a bare
-    reference v equals p when v is above 1 (datasets drop the sign) and p/100 when it is not
-    (the reference is a fraction)."""
-    (va, pa), (vb, pb) = answer, reference
-    if pa == pb or pb:
-        return va == vb
-    # A bare reference above 1 is a percent whose sign the dataset dropped (25 for 25%); one of
-    # at most 1 is a fraction (0.25 for 25%). Either way one reading, so a percent of the
-    # wrong base ("2000%" for 20, "0.25%" for 0.25) is not the reference.
-    return vb == va if abs(vb) > 1 else vb == va / 100
 
 
 # ---------------------------------------------------------------- structures and words
@@ -436,36 +215,6 @@ def _compare_structures(
     return None if None in verdicts else True
 
 
-_BASE = re.compile(r"\(?(?:\\text\{)?(?P<d>[0-9A-Za-z]+)\}?\)?_\{?\(?(?P<b>\d{1,2})\)?\}?")
-_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _base_numeral(s: str) -> tuple[str, int | None] | None:
-    """(digits, base) of ``1011_2``, ``1011_{(2)}``, ``(1011)_2``, ``\\text{1011}_2``; (digits,
-    None) for bare digits; None for anything else or digits invalid in their base."""
-    m = _BASE.fullmatch(s)
-    digits, base = (m.group("d").upper(), int(m.group("b"))) if m else (s.upper(), None)
-    if not digits.isalnum() or not digits.isascii():
-        return None
-    if base is not None and not (2 <= base <= 36 and all(_DIGITS.index(c) < base for c in digits)):
-        return None
-    return (digits, base) if base is not None or digits.isdigit() else None
-
-
-def _base_equal(a: str, r: str) -> bool | None:
-    """Numerals with a base subscript compare by digits and base; bare digits are read in the
-    other side's base (``1011`` against ``1011_2``), so 11 is not ``1011_2``."""
-    na, nr = _base_numeral(a), _base_numeral(r)
-    if na is None or nr is None or (na[1] is None and nr[1] is None):
-        return None
-    digits_equal = na[0].lstrip("0") == nr[0].lstrip("0")
-    if na[1] is None or nr[1] is None:
-        base = na[1] or nr[1]
-        bare = na[0] if na[1] is None else nr[0]
-        return digits_equal and all(_DIGITS.index(c) < base for c in bare)
-    return digits_equal and na[1] == nr[1]
-
-
 _CHOICE = re.compile(r"\(?([A-Ea-e])\)?")
 
 
@@ -496,8 +245,8 @@ def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
         return None
     na, nr = parse_number(a), parse_number(r)
     if na is not None and nr is not None:
-        return _numbers_equal(na, nr)
-    based = _base_equal(a, r)
+        return numbers_equal(na, nr)
+    based = base_equal(a, r)
     if based is not None:
         return based
     ca, cr = choice_letters(a), choice_letters(r)

@@ -13,7 +13,7 @@ import re
 from fractions import Fraction
 
 from reward_server.extract import single_backslashes
-from reward_server.policy import PERCENT_WORDS, VARIABLE
+from reward_server.relations import VARIABLE
 
 _UNICODE = {
     "\u2212": "-",  # minus sign
@@ -69,18 +69,6 @@ def plain_text(s: str) -> str:
     while (m := _MARKDOWN.match(s)) is not None:
         s = m.group(2).strip()
     return s
-
-
-# "25 pct", "25 per cent", "25 percentage", "25\\text{ percent}": one spelling, "25\\%". Never
-# "5 percentage points", which is another unit.
-_WORDS = "|".join(sorted((w.replace(" ", r"\s*") for w in PERCENT_WORDS), key=len, reverse=True))
-_PERCENT_WORD = re.compile(
-    rf"(?<=\d)\s*(?:\\text\{{\s*(?:{_WORDS})\.?\s*\}}|(?:{_WORDS})(?![A-Za-z])\.?)(?!\s*points?\b)"
-)
-
-
-def percent_words(s: str) -> str:
-    return _PERCENT_WORD.sub(r"\\%", s) if re.search("p(?:er|ct)", s) else s
 
 
 # A JSON object with one member: what a model prompted for JSON writes as its answer.

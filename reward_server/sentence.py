@@ -28,20 +28,34 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from reward_server import notation
-from reward_server.normalize import canonical, fast_equivalent
-from reward_server.policy import (
-    MULTIPLIERS,
-    NEGATIONS,
-    PERCENT_WORDS,
-    QUALIFIERS,
-    UNIT_NAMES,
-    checked_steps,
-    equation_sides,
-    number_word_value,
-    split_unit,
+from reward_server import notation, policy
+from reward_server.lexicon import (
+    ADJECTIVES,
+    ANSWER_WORDS,
+    APPROXIMATE,
+    APPROXIMATE_PAIRS,
+    CLAUSE_WORDS,
+    COMPARATIVES,
+    CONCLUSIONS,
+    CONDITIONS,
+    CONTEXT_BEFORE,
+    COPULAS,
+    FILLERS,
+    JOINERS,
+    NOT_UNITS,
+    OPERATION_NOUNS,
+    OPERATIONS_AFTER,
+    OPERATIONS_BEFORE,
+    PREPOSITIONS,
+    RESTATEMENT_MARKERS,
+    SENTENCE_WORDS,
+    WHICH_VERBS,
 )
+from reward_server.normalize import canonical, fast_equivalent
+from reward_server.numbers import number_word_value
 from reward_server.protocol import Reason
+from reward_server.relations import checked_steps, equation_sides
+from reward_server.units import UNIT_NAMES, UNIT_WORDS, split_unit
 
 
 @dataclass(frozen=True)
@@ -52,86 +66,8 @@ class Reading:
     reason: Reason | None = None
 
 
-# ------------------------------------------------------------------ word classes
+# ------------------------------------------------------------------ patterns
 
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_NEGATIONS = NEGATIONS | _words(
-    "cannot can't isn't aren't wasn't weren't doesn't don't didn't won't wouldn't shouldn't "
-    "couldn't hasn't haven't hadn't nothing rather"
-)
-# Words that make the whole statement uncertain, wherever they stand.
-_HEDGES = QUALIFIERS | _words(
-    "maybe perhaps probably possibly likely unlikely approximate estimate estimated estimation "
-    "guess guessing unsure uncertain somewhere either roughly thereabouts think believe "
-    "seems seem appears suspect range ranges ranging"
-)
-# Words that make the number right after them a bound or an approximation of it.
-_APPROXIMATE = _words(
-    "about around approximately approx nearly almost circa some over under above below beyond "
-    "exceeding than between like"
-)
-_APPROXIMATE_PAIRS = frozenset(
-    {("at", "least"), ("at", "most"), ("up", "to"), ("close", "to"), ("no", "more")}
-    | {("at", "minimum"), ("at", "maximum")}
-    # "as much as 18", "as many as 40": bounds too
-    | {(w, "as") for w in ("much", "many", "little", "few", "high", "low", "large", "small")}
-)
-# "18 or more", "18 or so", "give or take": a bound after the value.
-_OR_BOUND = _words("more less fewer greater higher lower above below over under so take")
-_MODAL_HEDGES = frozenset({("could", "be"), ("might", "be"), ("may", "be")})
-# A number after one of these is context: "in 3 days", "every 2 days", "the 3 friends", "if
-# x = 2". "of" after "total" is not ("a total of 18" states 18).
-_PREPOSITIONS = _words(
-    "of in for after before per every each from by with at on within during into onto among "
-    "across through since until till via using without against between"
-)
-_DETERMINERS = _words("the this these those her his their its my our your all both")
-_CONDITIONS = _words("if when whenever where given assuming suppose let because unless")
-_CONTEXT_BEFORE = _PREPOSITIONS | _DETERMINERS | _CONDITIONS
-# Adjectives between a determiner and its number: "the first 10 integers".
-_ADJECTIVES = _words(
-    "first last next remaining other original initial additional extra whole entire previous "
-    "following same given"
-)
-# Verbs that state a value: "X is 18", "Total: 18". The first one followed by a value makes
-# every number before it context (the subject: "the sum of the first 10 integers is 55").
-_COPULAS = _words("is are was were be been equals equal equaling totals")
-# Words that may stand between a copula and its value: "is therefore $45", "is equal to 7".
-_FILLERS = _words(
-    "exactly precisely then therefore thus so now still just simply indeed also clearly hence "
-    "finally altogether overall worth equal to a an the total of in all"
-)
-# A conclusion: the numbers before it are the working, the value comes after it.
-_CONCLUSIONS = _words(
-    "so therefore thus hence consequently giving making leaving yielding totaling totalling "
-    "gives means"
-)
-# A word that stated a candidate before a conclusion makes it a second answer ("the answer is
-# 20, so 18").
-_ANSWER_WORDS = frozenset({"answer", "answers"})
-# Operations in words on the value after them: "twice 9" is 18.
-_OPERATIONS_BEFORE = _words("twice double triple thrice quadruple half")
-# Words never read as a unit after a value (function words, comparatives, adverbs of time).
-_NOT_UNITS = (
-    _PREPOSITIONS
-    | _DETERMINERS
-    | _CONDITIONS
-    | _COPULAS
-    | _CONCLUSIONS
-    | _APPROXIMATE
-    | _words(
-        "and or but so then than more less fewer left total altogether a an to is are was were "
-        "will would can could should must has have had do does did she he they it we you i "
-        "who which that what as while overall only also now still already today yesterday "
-        "tomorrow respectively instead apiece per long wide tall high deep thick old away apart "
-        "later ago early late together combined ie eg namely"
-    )
-)
-_JOINERS = frozenset({"and", "or", "&"})
 _VALUE_COMMANDS = re.compile(r"\\(?:pi|sqrt|d?frac|tfrac|infty|emptyset|varnothing)(?![A-Za-z])")
 _OPERATORS = re.compile(r"[+\-*/^=<>|,]|\\(?:times|cdot|div|le|ge|ne|lt|gt|in|cup|pm)(?![A-Za-z])")
 _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*")
@@ -349,13 +285,6 @@ def _word(tokens: list[_Token], i: int) -> str | None:
 
 
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\\A-Za-z])[aAI](?![A-Za-z])")
-_UNIT_WORDS = UNIT_NAMES.keys() | PERCENT_WORDS | _words("square sq cubic units unit")
-_SENTENCE_WORDS = (
-    _CONTEXT_BEFORE
-    | _COPULAS
-    | _CONCLUSIONS
-    | _words("she he they it we you there i that this what which who answer ie namely")
-) - {"per"}
 _ENVIRONMENT = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.DOTALL)
 _CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
 
@@ -372,9 +301,9 @@ def is_sentence(text: str) -> bool:
     count = 0
     for tok in _tokens(text):
         w = _CONTRACTION.sub("", tok.text.lower())  # "it's", "that's": "it", "that"
-        if tok.kind != "word" or w in _JOINERS or w in _UNIT_WORDS:
+        if tok.kind != "word" or w in JOINERS or w in UNIT_WORDS:
             continue
-        if w in _SENTENCE_WORDS or tok.stop == ":":  # "Total: $45" is a label and its value
+        if w in SENTENCE_WORDS or tok.stop == ":":  # "Total: $45" is a label and its value
             return True
         count += 1
     return count >= 2
@@ -385,41 +314,19 @@ def states_value(text: str) -> bool:
     return any(run.value for run in _runs(_tokens(text)))
 
 
-def _refused(words: list[str | None]) -> Reason | None:
-    """A negation or a rejection anywhere (``negated_answer``); a hedge or a qualifier anywhere,
-    a modal ("could be") or a bound after "or" (``hedged_answer``)."""
-    present = {w for w in words if w}
-    if present & _NEGATIONS:
-        return Reason.NEGATED_ANSWER
-    if present & _HEDGES:
-        return Reason.HEDGED_ANSWER
-    for a, b in itertools.pairwise(words):
-        if (a, b) in _MODAL_HEDGES or (a == "or" and b in _OR_BOUND):
-            return Reason.HEDGED_ANSWER
-    return None
-
-
 def refusal(text: str) -> Reason | None:
     """Why the words around a boxed value refuse it: before it (``Perhaps the answer is
     \\boxed{18}``, ``It is not \\boxed{18}``, ``at least \\boxed{18}``) or after it (``\\boxed{7}
-    or more``, ``\\boxed{9}, but that is wrong``); None when they do not. The reader's refusals,
-    and a bound or an approximation right before the value."""
+    or more``, ``\\boxed{9}, but that is wrong``); None when they do not (``policy.refusal``)."""
     tokens = _tokens(text)
-    words = [_word(tokens, i) for i in range(len(tokens))]
-    refused = _refused(words)
-    if refused is not None:
-        return refused
-    last = tuple(w for w in words[-2:])
-    if last[-1:] and (last[-1] in _APPROXIMATE or last in _APPROXIMATE_PAIRS):
-        return Reason.HEDGED_ANSWER
-    return None
+    return policy.refusal([_word(tokens, i) for i in range(len(tokens))], bound_at_end=True)
 
 
 def read(text: str) -> Reading:
     """The one value ``text`` states (with its unit), or the reason it states none."""
     tokens = _tokens(text)
     words = [_word(tokens, i) for i in range(len(tokens))]
-    refused = _refused(words)
+    refused = policy.refusal(words)
     if refused is not None:
         return Reading(None, refused)
 
@@ -441,7 +348,7 @@ def read(text: str) -> Reading:
         return Reading(None, Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
     candidates = [r for r in runs if not r.context and (r.value or _after_copula(r, words))]
     for prev, run in itertools.pairwise(runs):  # "(B) and (D)": names listed after a copula
-        listed = all(g in _JOINERS or g == "," for g in _between(prev, run, tokens, words))
+        listed = all(g in JOINERS or g == "," for g in _between(prev, run, tokens, words))
         if prev in candidates and run not in candidates and not run.context and listed:
             candidates.append(run)
     weak = [r for r in runs if r.value and r.weak and not r.hedged]
@@ -464,7 +371,7 @@ def read(text: str) -> Reading:
         candidates = [r for r in candidates if r not in differences]
     if any(r.hedged for r in candidates):
         return Reading(None, Reason.HEDGED_ANSWER)
-    if any(run.first > 0 and words[run.first - 1] in _OPERATIONS_BEFORE for run in candidates):
+    if any(run.first > 0 and words[run.first - 1] in OPERATIONS_BEFORE for run in candidates):
         return Reading(None, Reason.MULTIPLIER_WORD)
     if any(_operation_after(run, tokens, words) for run in candidates):
         return Reading(None, Reason.MULTIPLIER_WORD)  # "4 to the power of 2" is 16
@@ -493,7 +400,7 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
     """Context or bound from the words right before the run."""
     w1 = words[run.first - 1] if run.first >= 1 else None
     w2 = words[run.first - 2] if run.first >= 2 else None
-    if w1 in _APPROXIMATE or (w2, w1) in _APPROXIMATE_PAIRS:
+    if w1 in APPROXIMATE or (w2, w1) in APPROXIMATE_PAIRS:
         run.hedged = run.context = True
         return
     if w1 == "of" and _names_the_value(words, run.first - 2):
@@ -502,19 +409,19 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
     gerund = (
         w1 is not None
         and w1.endswith("ing")
-        and w1 not in _CONCLUSIONS
-        and w2 in _PREPOSITIONS
+        and w1 not in CONCLUSIONS
+        and w2 in PREPOSITIONS
         and not tokens[run.first - 2].stop
     )
     # "ways to choose 3 books", "to drive 100 miles": the object of an infinitive
-    infinitive = w2 == "to" and w1 is not None and w1 not in _NOT_UNITS
+    infinitive = w2 == "to" and w1 is not None and w1 not in NOT_UNITS
     if (
-        w1 in _CONTEXT_BEFORE
-        or ((w1 in _ADJECTIVES or gerund) and w2 in _CONTEXT_BEFORE)
+        w1 in CONTEXT_BEFORE
+        or ((w1 in ADJECTIVES or gerund) and w2 in CONTEXT_BEFORE)
         or infinitive
     ):
         run.context = True
-        run.weak = w1 not in _CONDITIONS
+        run.weak = w1 not in CONDITIONS
         run.infinitive = infinitive
     # "one of them", "one another": a pronoun, not the number 1
     after = words[run.last + 1] if run.last + 1 < len(tokens) else None
@@ -522,20 +429,11 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
         run.context, run.weak = True, False
 
 
-# Words that announce the same value again: "$\\frac{1}{2}$ (that is, 0.5)", "9, i.e. nine".
-_RESTATEMENT_MARKERS = (("that", "is"), ("ie",), ("namely",), ("in", "other", "words"))
-# Nouns whose "of" takes an operand, not their value: "a third of 36", "a multiple of 6".
-_OPERATION_NOUNS = MULTIPLIERS | _words(
-    "reciprocal inverse square cube root fraction multiple factor divisor power product "
-    "quotient percent percentage share portion part proportion"
-)
-
-
 def _markers_restate(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> bool:
     """Whether every restatement marker stands between two statements of one value: the value
     right before it (a unit word between allowed) and the first value after it."""
     for i in range(len(words)):
-        marker = next((m for m in _RESTATEMENT_MARKERS if tuple(words[i : i + len(m)]) == m), None)
+        marker = next((m for m in RESTATEMENT_MARKERS if tuple(words[i : i + len(m)]) == m), None)
         if marker is None:
             continue
         before = [r for r in runs if r.value and i - 2 <= r.last < i]
@@ -551,7 +449,7 @@ def _names_the_value(words: list[str | None], i: int) -> bool:
     """Whether the words ending at ``i`` are "a/an [adjectives] noun", a noun that the value
     after "of" is the value of ("a profit of", "a total of", "an average speed of"), or the
     noun "total" ("the total of"); never an operation noun ("a third of", "a multiple of")."""
-    if i < 0 or words[i] is None or words[i] in _OPERATION_NOUNS:
+    if i < 0 or words[i] is None or words[i] in OPERATION_NOUNS:
         return False
     if words[i] == "total":
         return True
@@ -559,7 +457,7 @@ def _names_the_value(words: list[str | None], i: int) -> bool:
         w = words[j]
         if w in ("a", "an"):
             return True
-        if w is None or w in _NOT_UNITS or w in _OPERATION_NOUNS:
+        if w is None or w in NOT_UNITS or w in OPERATION_NOUNS:
             return False
     return False
 
@@ -567,28 +465,16 @@ def _names_the_value(words: list[str | None], i: int) -> bool:
 def _after_copula(run: _Run, words: list[str | None]) -> bool:
     """A name is a candidate only right after a copula ("the answer is $ab$")."""
     i = run.first - 1
-    while i >= 0 and words[i] in _FILLERS:
+    while i >= 0 and words[i] in FILLERS:
         i -= 1
-    return i >= 0 and words[i] in _COPULAS
-
-
-_COMPARATIVES = _words(
-    "more fewer less longer shorter taller older younger bigger smaller larger higher lower "
-    "heavier lighter faster slower cheaper greater"
-)
-
-
-_OPERATIONS_AFTER = _words(
-    "power powers raised times plus minus divided multiplied squared cubed factorial modulo "
-    "mod root"
-)
+    return i >= 0 and words[i] in COPULAS
 
 
 def _operation_after(run: _Run, tokens: list[_Token], words: list[str | None]) -> bool:
     """An operation in words right after the value (``4 to the power of 2``, ``6 times 3``,
     ``9 divided by 3``): the sentence names another value."""
     for i in range(run.last + 1, min(run.last + 5, len(tokens))):
-        if words[i] in _OPERATIONS_AFTER:
+        if words[i] in OPERATIONS_AFTER:
             return True
         if tokens[i].stop or words[i] is None:
             return False
@@ -599,7 +485,7 @@ def _comparative(run: _Run, tokens: list[_Token], words: list[str | None]) -> bo
     """``4 laps more than Tim``: the run is a difference, a comparative and "than" follow it."""
     ahead = words[run.last + 1 : run.last + 6]
     for i, w in enumerate(ahead):
-        if w in _COMPARATIVES:
+        if w in COMPARATIVES:
             return "than" in ahead[i + 1 : i + 3]
         if w is None or tokens[run.last + 1 + i].stop:
             return False
@@ -612,23 +498,20 @@ def _mark_conditions(runs: list[_Run], tokens: list[_Token], words: list[str | N
     starts = {run.first for run in runs if run.value}
     start = None
     for i, tok in enumerate(tokens):
-        if words[i] in _CONDITIONS and start is None:
+        if words[i] in CONDITIONS and start is None:
             start = i
             continue
         # The clause also ends at the main verb: "the remainder when N is divided by 7 is 2".
         j = i + 1
-        while j < len(tokens) and words[j] in _FILLERS:
+        while j < len(tokens) and words[j] in FILLERS:
             j += 1
-        main_verb = words[i] in _COPULAS and j in starts
+        main_verb = words[i] in COPULAS and j in starts
         if start is not None and (tok.stop or i == len(tokens) - 1 or main_verb):
             end = i - 1 if main_verb else i
             for run in runs:
                 if start < run.first and run.last <= end:
                     run.context, run.weak = True, False
             start = None
-
-
-_CLAUSE_WORDS = _words("and but while whereas although though")
 
 
 def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> None:
@@ -638,20 +521,17 @@ def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None
         if not run.value or run.context:
             continue
         i = run.first - 1
-        while i >= 0 and words[i] in _FILLERS:
+        while i >= 0 and words[i] in FILLERS:
             i -= 1
         colon = i >= 0 and tokens[i].kind == "word" and tokens[i].stop == ":"
-        if i >= 0 and (words[i] in _COPULAS or colon):
+        if i >= 0 and (words[i] in COPULAS or colon):
             start = i - 1
-            while start >= 0 and not tokens[start].stop and words[start] not in _CLAUSE_WORDS:
+            while start >= 0 and not tokens[start].stop and words[start] not in CLAUSE_WORDS:
                 start -= 1
             for other in runs:
                 if start < other.first and other.last < i:
                     other.context, other.weak = True, False
             return
-
-
-_WHICH_VERBS = _COPULAS | _words("makes gives leaves means totals brings comes adds")
 
 
 def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> list[_Run]:
@@ -664,18 +544,18 @@ def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | Non
         # "…, which is 120 plants" and "…, for a total of 72" conclude as well
         previous = words[i - 1] if i else None  # "5 of which are red" concludes nothing
         concluding = (
-            (w == "which" and following in _WHICH_VERBS and previous != "of")
+            (w == "which" and following in WHICH_VERBS and previous != "of")
             or (w == "total" and following == "of")
-            or (w in _ANSWER_WORDS and (tokens[i].stop == ":" or following in _COPULAS))
+            or (w in ANSWER_WORDS and (tokens[i].stop == ":" or following in COPULAS))
         )
-        if (w in _CONCLUSIONS or concluding) and any(
+        if (w in CONCLUSIONS or concluding) and any(
             r.first > i and r.value and (r.weak or not r.context) for r in runs
         ):
             cut = i
     if cut is None:
         return []
     answered = []
-    if any(w in _ANSWER_WORDS for w in words[:cut]):
+    if any(w in ANSWER_WORDS for w in words[:cut]):
         answered = [r for r in runs if r.value and r.last < cut and not r.context]
     for run in runs:
         if run.last < cut:
@@ -692,7 +572,7 @@ def _between(a: _Run, b: _Run, tokens: list[_Token], words: list[str | None]) ->
         w = words[i]
         if w is None:
             gap.append("#")  # a value in between: never a plain list
-        elif not (gap == [] and w not in _NOT_UNITS):
+        elif not (gap == [] and w not in NOT_UNITS):
             gap.append(w)
         if tokens[i].stop:
             gap.append(tokens[i].stop)
@@ -704,7 +584,7 @@ def _groups(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> 
     groups = [[runs[0]]]
     for prev, run in itertools.pairwise(runs):
         gap = _between(prev, run, tokens, words)
-        if gap and all(g in _JOINERS or g == "," for g in gap):
+        if gap and all(g in JOINERS or g == "," for g in gap):
             groups[-1].append(run)
         else:
             groups.append([run])
@@ -726,7 +606,7 @@ def _with_unit(run: _Run, tokens: list[_Token], words: list[str | None]) -> str:
         return text
     while i < len(tokens) and taken < 2:
         w = words[i]
-        if w is None or (w in _NOT_UNITS and w != "per"):
+        if w is None or (w in NOT_UNITS and w != "per"):
             break
         if w == "per":  # "miles per hour": a compound unit, not the context "per day"
             nxt = words[i + 1] if i + 1 < len(tokens) else None

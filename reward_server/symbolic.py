@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import re
 
 from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
 from math_verify import LatexExtractionConfig, parse, verify
@@ -38,8 +37,9 @@ from sympy import (
 from sympy.core.evalf import PrecisionExhausted
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
-from reward_server.policy import checked_steps, congruence, equation_sides
 from reward_server.protocol import Reason
+from reward_server.relations import checked_steps, congruence, equation_sides
+from reward_server.units import strip_text_unit
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,7 @@ log = logging.getLogger(__name__)
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 # math-verify's default also strips bare "units" such as m, h, c, t, ab, bc from the end
-# ("5m" -> 5); too eager for a reward. Units are handled by our own rules (numbers in
-# normalize.py, a trailing \text{...} below).
+# ("5m" -> 5); too eager for a reward. Units are handled by our own rules (units.py).
 _LATEX_CONFIG = LatexExtractionConfig(
     boxed_match_priority=0,
     normalization_config=NormalizationConfig(
@@ -59,12 +58,6 @@ _LATEX_CONFIG = LatexExtractionConfig(
         boxed="all",
         equations=False,
     ),
-)
-
-
-# A trailing unit written as text: "4\sqrt{3}\text{ cm}^2" -> "4\sqrt{3}".
-_TRAILING_TEXT_UNIT = re.compile(
-    r"(?<=\S)\s*\\(?:text|mbox|mathrm)\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$"
 )
 
 
@@ -89,7 +82,7 @@ def _parse_latex(text: str) -> tuple[Basic, ...]:
 
     Cached per worker: a reference is checked against each distinct answer of its group.
     """
-    text = _TRAILING_TEXT_UNIT.sub("", text)
+    text = strip_text_unit(text)
     parsed = parse(
         f"${text}$",
         extraction_config=[_LATEX_CONFIG],

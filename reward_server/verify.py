@@ -7,22 +7,18 @@ The exact rules live in ``normalize.py`` (server process), the symbolic check in
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reward_server import notation, policy, sentence
+from reward_server import notation, policy, relations, sentence
 from reward_server.guard import bomb, complexity_violation
-from reward_server.normalize import (
-    canonical,
-    fast_equivalent,
-    parse_number,
-    text_form,
-)
+from reward_server.normalize import canonical, fast_equivalent, text_form
+from reward_server.numbers import parse_number
 from reward_server.pool import PoolResult, VerifierPool
 from reward_server.protocol import Reason
+from reward_server.units import split_unit, units_differ
 
 log = logging.getLogger(__name__)
 
@@ -179,65 +175,38 @@ def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
     elif text_form(answer) is not None:  # a worded reference ("no solution") is compared as words
         equal = text_form(answer) == worded
         return Verdict(equal, Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT)
-    congruence = policy.congruence(answer)
+    congruence = relations.congruence(answer)
     if congruence is not None:
-        decided = _congruence_value(*congruence)
-        if not isinstance(decided, str):
-            return decided if decided is not None else (answer, reference)
+        decided = relations.congruence_value(*congruence)
+        if decided is None:
+            return answer, reference
+        if decided == Reason.FALSE_EQUATION:
+            return Verdict(False, decided)
         answer = decided
-    sides = policy.equation_sides(answer)
-    ref_sides = policy.equation_sides(reference)
+    sides = relations.equation_sides(answer)
+    ref_sides = relations.equation_sides(reference)
     if sides is not None and ref_sides is not None and len(sides) == len(ref_sides) == 1:
-        labels = policy.equation_label(answer), policy.equation_label(reference)
-        if not policy.same_quantity(*labels):
+        labels = relations.equation_label(answer), relations.equation_label(reference)
+        if not relations.same_quantity(*labels):
             return answer, reference  # "\cos x = ..." against "\sin x = ...": whole relations
         answer, reference = sides[0], ref_sides[0]  # "y = 2x+1" against "f(x) = 2x+1"
     elif sides is not None and ref_sides is None:
-        steps = policy.checked_steps(sides)
+        steps = relations.checked_steps(sides)
         if any(fast_equivalent(left, right) is False for left, right in steps):
             return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
-        mismatch = _unit_mismatch(sides[-1], reference)
-        if mismatch is not None:
-            return mismatch
+        if units_differ(sides[-1], reference):
+            return Verdict(False, Reason.UNIT_MISMATCH)
         if not all(fast_equivalent(left, right) for left, right in steps):
             # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
-            return " = ".join([*sides[:-1], policy.split_unit(sides[-1])[0]]), reference
+            return " = ".join([*sides[:-1], split_unit(sides[-1])[0]]), reference
         answer = sides[-1]
-    mismatch = _unit_mismatch(answer, reference)
-    if mismatch is not None:
-        return mismatch
-    value, ref_value = policy.split_unit(answer)[0], policy.split_unit(reference)[0]
+    if units_differ(answer, reference):
+        return Verdict(False, Reason.UNIT_MISMATCH)
+    value, ref_value = split_unit(answer)[0], split_unit(reference)[0]
     decided = fast_equivalent(value, ref_value)
     if decided is None:
         return value, ref_value
     return Verdict(decided, Reason.EQUIVALENT if decided else Reason.NOT_EQUIVALENT)
-
-
-def _unit_mismatch(answer: str, reference: str) -> Verdict | None:
-    """Both have a unit and they differ: ``5 cm`` against ``5 m``, ``18 cents`` against
-    ``\\$18`` (a bare number is read in the reference's unit)."""
-    unit, ref_unit = policy.split_unit(answer)[1], policy.split_unit(reference)[1]
-    if unit is not None and ref_unit is not None and unit != ref_unit:
-        return Verdict(False, Reason.UNIT_MISMATCH)
-    return None
-
-
-def _congruence_value(sides: list[str], modulus: str | None) -> Verdict | str | None:
-    """What a congruence answers: without a modulus it is an equation (``13 \\equiv 12`` reads as
-    ``13 = 12``); with one, its last side when every step holds modulo it and that side is the
-    least residue (``2^{10} \\equiv 4 \\pmod 5`` answers 4; ``5 \\equiv 12 \\pmod 7`` answers
-    nothing). None: the steps are not plain integers, the symbolic check decides."""
-    if modulus is None:
-        return " = ".join(sides)
-    values = [parse_number(side) for side in [*sides, modulus]]
-    if any(v is None or v[1] or v[0].denominator != 1 for v in values):
-        return None
-    *residues, n = (int(v[0]) for v in values if v is not None)
-    if n <= 0 or not 0 <= residues[-1] < n:
-        return Verdict(False, Reason.FALSE_EQUATION)
-    if any((a - b) % n for a, b in itertools.pairwise(residues)):
-        return Verdict(False, Reason.FALSE_EQUATION)
-    return str(residues[-1])
 
 
 def equivalent_inline(

@@ -1,0 +1,165 @@
+"""Relations in an answer: equations (``x = 12``, ``20 - 8 = 12``, ``f(x) = 2x+1``) and
+congruences (``17 \\equiv 2 \\pmod 5``), split into their sides once.
+
+An assignment's left side names the quantity and is dropped; a calculation's steps must hold
+(``13 = 12`` is no answer); a congruence answers its least residue.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from reward_server.numbers import parse_number
+from reward_server.protocol import Reason
+from reward_server.units import split_unit
+
+_GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|theta|lambda|mu|phi|varphi|psi|omega|rho|sigma|tau)"
+# What may stand left of "=" in an assignment: x, x_1, f(x), \theta (never \pi or \sin).
+VARIABLE = re.compile(rf"(?:[A-Za-z]|{_GREEK})(?:_\{{?\w+\}}?)?|[A-Za-z]\([A-Za-z]\)")
+
+
+def split_top(s: str, sep: str) -> list[str]:
+    """``s`` split on ``sep`` outside any bracket, each part stripped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(s):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(s[start:i])
+            start = i + 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def equation_sides(s: str) -> list[str] | None:
+    """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
+    ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``, or is a
+    list (``x=1, x=2``: its items are compared one by one)."""
+    split = _split_equation(s)
+    return None if split is None else split[1]
+
+
+_COMMAND_OR_TEXT = re.compile(r"\\(?:text|mathrm|mbox|operatorname)\{[^{}]*\}|\\[A-Za-z]+")
+
+
+def checked_steps(sides: list[str]) -> list[tuple[str, str]]:
+    """The steps of a calculation that must hold: consecutive sides with no unknown in them.
+
+    A side with an unknown is a formula (``P = 2l + 2w = 2(5) + 2(3) = 16``, ``-\\frac{b}{a} =
+    5``): whether it holds depends on the question, which the grader does not see. Steps
+    between numbers are checked (``20 - 7 = 12`` is false), and the last side is the value."""
+    values = [split_unit(side)[0] for side in sides]  # "5 + 7 = 12 apples": the step is 5+7=12
+    return [(a, b) for a, b in itertools.pairwise(values) if not (_unknown(a) or _unknown(b))]
+
+
+def _unknown(side: str) -> bool:
+    """A letter other than the constants e and i, outside commands and text."""
+    return re.search(r"[A-Za-df-hj-z]", _COMMAND_OR_TEXT.sub(" ", side)) is not None
+
+
+def equation_label(s: str) -> str | None:
+    """The left side that ``equation_sides`` drops as the name of the quantity (``x``,
+    ``f(x)``, ``\\cos x``, ``a + b``), or None."""
+    split = _split_equation(s)
+    return None if split is None else split[0]
+
+
+def _split_equation(s: str) -> tuple[str | None, list[str]] | None:
+    if "=" not in s or any(op in s for op in ("\\le", "\\ge", "<", ">", "\\ne")):
+        return None
+    sides = split_top(s, "=")
+    if len(sides) == 1 or len(split_top(s, ",")) > 1:
+        return None
+    constant = sides[0] in ("e", "i")  # "e = 3" is a false equation, not an assignment
+    if not constant and (VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
+        return sides[0], sides[1:]
+    return None, sides
+
+
+def same_quantity(label: str | None, other: str | None) -> bool:
+    """Whether two left sides name the same quantity. Plain names are labels and interchange
+    (``y = 2x+1`` answers ``f(x) = 2x+1``); a left side that is an expression is part of what
+    the equation says, so ``\\cos x = \\frac12`` does not answer ``\\sin x = \\frac12``."""
+    if label is None or other is None:
+        return label is other
+    if VARIABLE.fullmatch(label) and VARIABLE.fullmatch(other):
+        return True
+
+    def key(side: str) -> str:  # "\\sin(x)" and "\\sin x" are one spelling
+        return re.sub(r"\s+", "", re.sub(r"\(([A-Za-z])\)", r" \1", side))
+
+    return key(label) == key(other)
+
+
+_FUNCTIONS = r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|angle|triangle|measuredangle)(?![A-Za-z])"
+# Decorations that turn letters into the name of a quantity: \overline{AB}, \vec{v}, \text{Area}.
+_DECORATED = (
+    r"\\(?:overline|overrightarrow|vec|hat|widehat|bar|tilde|mathbf|mathrm|text|operatorname)"
+    r"\s*\{[A-Za-z ]*\}"
+)
+
+
+def _names_a_quantity(side: str) -> bool:
+    """``x + y``, ``a_1 b_1``, ``\\sin x``, ``m\\angle A``, ``\\overline{AB}``: an expression of
+    variables only (no digit, no constant such as ``\\pi``, ``e`` or ``i``) names the quantity
+    asked for, so ``x + y = 5`` answers 5; ``2x = 14`` is an equation to solve, not its
+    solution."""
+    rest = re.sub(_DECORATED + "|" + _FUNCTIONS + "|" + _GREEK + r"|_\{?\w+\}?", " v ", side)
+    if any(ch.isdigit() or ch == "\\" for ch in rest) or not re.search(r"[A-Za-z]", rest):
+        return False
+    letters = re.findall(r"[A-Za-z]+", rest)
+    return all(w not in ("e", "i") for w in letters) and bool(
+        re.fullmatch(r"[A-Za-z_{}^+\-*/() |]+", rest)
+    )
+
+
+# ------------------------------------------------------------------ congruences
+
+
+_EQUIV = re.compile(r"\\equiv(?![A-Za-z])|\u2261")
+# "\pmod{5}", "\pmod 5", "(\bmod 5)", "(\text{mod } 5)", "(mod 5)", "\mod 5" at the end.
+_MODULUS = re.compile(
+    r"\s*(?:\\pmod\s*\{?\s*(?P<a>[^{}()\s]+)\s*\}?"
+    r"|\(\s*(?:\\(?:text|mathrm|operatorname)\s*\{\s*)?\\?[bp]?mod\s*\}?\s*(?P<b>[^(){}\s]+)\s*\)"
+    r"|\\[bp]?mod\s*\{?\s*(?P<c>[^{}()\s]+)\s*\}?)\s*$"
+)
+
+
+def congruence(s: str) -> tuple[list[str], str | None] | None:
+    """(sides, modulus) of ``17 \\equiv 2 \\pmod 5`` (``[17, 2]``, ``5``), with a leading name
+    dropped as in an equation (``x \\equiv 2 \\pmod 5`` -> ``[2]``); None without ``\\equiv``.
+
+    A congruence is not an equality: its last side answers only when every step holds modulo
+    the modulus and that side is the least residue (``verify.decide``); without a modulus it
+    is read as an equality, so ``13 \\equiv 12`` is a false equation like ``13 = 12``."""
+    if not _EQUIV.search(s):
+        return None
+    m = _MODULUS.search(s)
+    modulus = next((g for g in m.groups() if g), None) if m else None
+    body = s[: m.start()] if m else s
+    sides = [side.strip() for side in _EQUIV.split(body)]
+    if len(sides) > 1 and (VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
+        sides = sides[1:]
+    return sides, modulus
+
+
+def congruence_value(sides: list[str], modulus: str | None) -> Reason | str | None:
+    """What a congruence answers: without a modulus it is an equation (``13 \\equiv 12`` reads as
+    ``13 = 12``); with one, its last side when every step holds modulo it and that side is the
+    least residue (``2^{10} \\equiv 4 \\pmod 5`` answers 4; ``5 \\equiv 12 \\pmod 7`` answers
+    nothing: ``false_equation``). None: the steps are not plain integers, the symbolic check
+    decides."""
+    if modulus is None:
+        return " = ".join(sides)
+    values = [parse_number(side) for side in [*sides, modulus]]
+    if any(v is None or v[1] or v[0].denominator != 1 for v in values):
+        return None
+    *residues, n = (int(v[0]) for v in values if v is not None)
+    if n <= 0 or not 0 <= residues[-1] < n:
+        return Reason.FALSE_EQUATION
+    if any((a - b) % n for a, b in itertools.pairwise(residues)):
+        return Reason.FALSE_EQUATION
+    return str(residues[-1])
