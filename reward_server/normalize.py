@@ -1,20 +1,7 @@
-"""Exact, bounded-time answer normalisation: the fast path of answer equivalence.
-
-Most answers in GSM8K/MATH/AIME are numbers, short tuples or words. They are decided here, in the
-server process, with exact rational arithmetic (``fractions.Fraction``) and plain string
-handling — no sympy, no ``eval``. Only what this module cannot decide (``None``) goes to
-math-verify in the worker pool (``verify.py``).
-
-Rules worth knowing (they are the service's documented semantics):
-
-* numbers compare exactly: ``0.5 == 1/2 == \\frac{1}{2}``, ``0.\\overline{3} == 1/3``, but
-  ``0.33 != 1/3`` and ``0.333333 != 1/3`` (a rounded decimal of a non-terminating value);
-* thousands separators (``1,000``, ``1\\,000``, ``1{,}000``), ``$``/``\\$``, trailing units
-  (``5 cm``, ``5\\text{ apples}``, ``12 km/h``), degrees and a trailing period are ignored;
-* ``50\\%`` equals ``50`` and ``0.5`` (GSM8K drops the sign, other datasets use the fraction);
-* ``1.5e3``, ``1.5\\times 10^{3}`` are scientific notation; ``2\\frac{1}{2}`` is a mixed number;
-* ``(1,2)`` and ``[1,2)`` compare element-wise and bracket-wise; ``\\{1,2\\}`` and bare lists
-  ``1, 2`` compare as multisets; words compare case-insensitively (``\\text{(C)}`` == ``c``).
+"""The canonical spelling of an answer (``canonical``): wrappers, spacing, size commands and
+spelling variants removed, equivalent notations rewritten to one (``notation.py``), currency
+and degree signs written as units, percent words as ``\\%``. Every reader starts from it, and
+it is the verdict cache's key. Plain string handling in bounded time: no sympy, no ``eval``.
 """
 
 from __future__ import annotations
@@ -24,11 +11,7 @@ import re
 
 from reward_server import notation
 from reward_server.extract import unwrap_math
-from reward_server.numbers import base_equal, numbers_equal, parse_number
-from reward_server.relations import split_top
 from reward_server.units import percent_words
-
-_MAX_DEPTH = 4  # recursion depth of nested structures decided here
 
 # "The final answer is", "Answer:", and the "####" of GSM8K or a markdown heading before it.
 _ANSWER_PREFIX = re.compile(
@@ -135,138 +118,3 @@ def canonical(text: str) -> str:
     s = notation.plus_minus(s)
     s = notation.backwards_equation(s)
     return notation.assignment_groups(s)
-
-
-# ---------------------------------------------------------------- structures and words
-
-
-def _closes_at_end(s: str) -> bool:
-    """The bracket opened at s[0] closes exactly at s[-1]."""
-    depth = 0
-    for i, ch in enumerate(s):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i == len(s) - 1
-    return False
-
-
-def parse_structure(s: str) -> tuple[str, list[str]] | None:
-    """(kind, items) for ``(a,b)``, ``[a,b)``…, ``\\{a,b\\}`` or a bare ``a, b`` list; else None.
-
-    kind is the bracket pair (``()``, ``[)``, …), ``set`` or ``list``.
-    """
-    if s.startswith("\\{") and s.endswith("\\}") and _closes_at_end(s[1:]):
-        return "set", split_top(s[2:-2], ",")
-    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _closes_at_end(s):
-        return s[0] + s[-1], split_top(s[1:-1], ",")
-    items = split_top(s, ",")
-    return ("list", items) if len(items) > 1 else None
-
-
-_TEXT_CMDS = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\{([^{}]*)\}")
-_WORDS = re.compile(r"[a-z]+(?:[ '\-][a-z]+)*")
-
-
-def text_form(s: str) -> str | None:
-    """Lower-cased words of a textual answer (``\\text{(C)}`` -> ``c``), or None if not text."""
-    t = _TEXT_CMDS.sub(r"\1", s).strip().lower().rstrip(".").strip()
-    m = re.fullmatch(r"\(([a-z])\)", t)
-    if m:
-        t = m.group(1)
-    return t if _WORDS.fullmatch(t) else None
-
-
-def _match_unordered(xs: list[str], ys: list[str], depth: int) -> bool | None:
-    """Multiset equality under fast_equivalent; None when some needed pair is undecided."""
-    if len(xs) != len(ys):
-        return False
-    unused = list(ys)
-    undecided = False
-    for x in xs:
-        for j, y in enumerate(unused):
-            verdict = fast_equivalent(x, y, depth + 1)
-            if verdict:
-                del unused[j]
-                break
-            if verdict is None:
-                undecided = True
-        else:
-            return None if undecided else False
-    return True
-
-
-def _compare_structures(
-    a: tuple[str, list[str]], b: tuple[str, list[str]], depth: int
-) -> bool | None:
-    (ka, xs), (kb, ys) = a, b
-    unordered = {"set", "list"}
-    if ka in unordered and kb in unordered:
-        return _match_unordered(xs, ys, depth)
-    if ka in unordered or kb in unordered:
-        return None  # "1, 2" against "(1, 2)": let math-verify decide
-    if len(xs) != len(ys) or ka != kb:
-        return False  # different arity, or (1,2) vs [1,2] (open vs closed interval)
-    verdicts = [fast_equivalent(x, y, depth + 1) for x, y in zip(xs, ys, strict=True)]
-    if False in verdicts:
-        return False
-    return None if None in verdicts else True
-
-
-_CHOICE = re.compile(r"\(?([A-Ea-e])\)?")
-
-
-def choice_letters(s: str) -> frozenset[str] | None:
-    """The multiple-choice letters of ``B, D``, ``\\text{(D), (B)}``, ``(B) and (D)`` or ``BD``
-    (A–E, any order and wrapping), else None."""
-    t = re.sub(r"\\text(?:bf|it|rm)?\{([^{}]*)\}", r"\1", s).strip()
-    if re.fullmatch(r"[A-E]{2,5}", t):
-        return frozenset(t) if len(set(t)) == len(t) else None
-    tokens = [x for x in re.split(r"\s*(?:,|\band\b|\s)\s*", t) if x]
-    letters = [m.group(1).upper() for x in tokens if (m := _CHOICE.fullmatch(x))]
-    if not tokens or len(letters) != len(tokens) or len(set(letters)) != len(letters):
-        return None
-    return frozenset(letters)
-
-
-def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
-    """Decide equivalence without sympy when the answers are numbers, tuples, lists or words.
-
-    Returns True/False when the decision is exact, None when math-verify must decide.
-    """
-    a, r = canonical(answer), canonical(reference)
-    if not a or not r:
-        return False
-    if a == r:
-        return True
-    if depth > _MAX_DEPTH:
-        return None
-    na, nr = parse_number(a), parse_number(r)
-    if na is not None and nr is not None:
-        return numbers_equal(na, nr)
-    based = base_equal(a, r)
-    if based is not None:
-        return based
-    ca, cr = choice_letters(a), choice_letters(r)
-    if ca is not None and cr is not None and (len(ca) > 1 or len(cr) > 1):
-        return ca == cr
-
-    sa, sr = parse_structure(a), parse_structure(r)
-    # A one-item bracket is a parenthesised scalar: "(5)" or "(C)"; a one-item set is its item.
-    if sa is not None and sa[0] in ("()", "set") and len(sa[1]) == 1:
-        return fast_equivalent(sa[1][0], r, depth + 1)
-    if sr is not None and sr[0] in ("()", "set") and len(sr[1]) == 1:
-        return fast_equivalent(a, sr[1][0], depth + 1)
-    if sa is not None and sr is not None:
-        return _compare_structures(sa, sr, depth)
-    if (sa is not None and nr is not None) or (sr is not None and na is not None):
-        return False  # several values against one number
-
-    ta, tr = text_form(a), text_form(r)
-    if ta is not None and tr is not None:
-        return ta == tr
-    if (ta is not None and nr is not None) or (tr is not None and na is not None):
-        return False  # words against a number ("five" was handled as a number)
-    return None

@@ -38,7 +38,7 @@ def equation_sides(s: str) -> list[str] | None:
     """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
     ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``, or is a
     list (``x=1, x=2``: its items are compared one by one)."""
-    split = _split_equation(s)
+    split = split_equation(s)
     return None if split is None else split[1]
 
 
@@ -60,14 +60,10 @@ def _unknown(side: str) -> bool:
     return re.search(r"[A-Za-df-hj-z]", _COMMAND_OR_TEXT.sub(" ", side)) is not None
 
 
-def equation_label(s: str) -> str | None:
-    """The left side that ``equation_sides`` drops as the name of the quantity (``x``,
-    ``f(x)``, ``\\cos x``, ``a + b``), or None."""
-    split = _split_equation(s)
-    return None if split is None else split[0]
-
-
-def _split_equation(s: str) -> tuple[str | None, list[str]] | None:
+def split_equation(s: str) -> tuple[str | None, list[str]] | None:
+    """(label, sides) of an equation: the left side when it names the quantity (``x``,
+    ``f(x)``, ``\\cos x``, ``a + b``) else None, and the sides after it; None when ``s`` has no
+    top-level ``=`` or is a list (``x=1, x=2``: its items are compared one by one)."""
     if "=" not in s or any(op in s for op in ("\\le", "\\ge", "<", ">", "\\ne")):
         return None
     sides = split_top(s, "=")

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from reward_server import notation, policy
+from reward_server.compare import fast_equivalent
 from reward_server.lexicon import (
     ADJECTIVES,
     ANSWER_WORDS,
@@ -51,7 +52,7 @@ from reward_server.lexicon import (
     SENTENCE_WORDS,
     WHICH_VERBS,
 )
-from reward_server.normalize import canonical, fast_equivalent
+from reward_server.normalize import canonical
 from reward_server.numbers import number_word_value
 from reward_server.protocol import Reason
 from reward_server.relations import checked_steps, equation_sides

@@ -187,9 +187,7 @@ def units_differ(answer: str, reference: str) -> bool:
 
 
 # A trailing unit written as text, for the symbolic parser: "4\sqrt{3}\text{ cm}^2".
-_TEXT_UNIT_AT_END = re.compile(
-    r"(?<=\S)\s*\\(?:text|mbox|mathrm)\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$"
-)
+_TEXT_UNIT_AT_END = re.compile(r"(?<=\S)\s*\\(?:text|mbox|mathrm)\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$")
 
 
 def strip_text_unit(text: str) -> str:

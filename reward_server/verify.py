@@ -10,14 +10,14 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from reward_server import notation, policy, relations, sentence
+from reward_server import relations
+from reward_server.compare import Verdict, fast_equivalent
 from reward_server.guard import bomb, complexity_violation
-from reward_server.normalize import canonical, fast_equivalent, text_form
-from reward_server.numbers import parse_number
+from reward_server.normalize import canonical
 from reward_server.pool import PoolResult, VerifierPool
 from reward_server.protocol import Reason
+from reward_server.reading import Refused, Statement, read_statement, statement
 from reward_server.units import split_unit, units_differ
 
 log = logging.getLogger(__name__)
@@ -31,15 +31,6 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
     from reward_server import symbolic
 
     return symbolic.symbolic_equivalent(answer, reference)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """``equal`` is True only for ``Reason.EQUIVALENT``; every other reason scores 0."""
-
-    equal: bool
-    reason: str  # a Reason value
-    cached: bool = False
 
 
 class Verifier:
@@ -78,10 +69,15 @@ class Verifier:
             problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
             if problem is not None:
                 return Verdict(False, Reason(f"{who}_{problem}"))
-        read = read_answer(answer, reference)
-        if isinstance(read, Verdict):
-            return read
-        return decide(canonical(read), canonical(_stated(reference)))
+        reference_read = read_statement(reference, reference=True)
+        assert isinstance(reference_read, Statement)  # a reference is never refused
+        # A worded reference ("no solution") is compared as words, so its answers are never
+        # read as sentences; nor is an answer spelled as the reference is.
+        as_written = reference_read.words is not None or canonical(answer) == canonical(reference)
+        answer_read = read_statement(answer, as_written=as_written)
+        if isinstance(answer_read, Refused):
+            return Verdict(False, answer_read.reason)
+        return decide(answer_read, reference_read)
 
     async def check(self, answer: str, reference: str, *, deadline: float | None = None) -> Verdict:
         """Verdict for one (answer, reference) pair; ``deadline`` (``time.perf_counter()``)
@@ -135,78 +131,56 @@ class Verifier:
         return False
 
 
-def read_answer(answer: str, reference: str) -> Verdict | str:
-    """What the checker judges: the value a sentence states (``sentence.read``), or the answer
-    itself when it is no sentence; a verdict when the sentence states no single value. A worded
-    reference ("no solution") is compared as words, so its answers are never read as
-    sentences. An answer written as JSON (``{"answer": 42}``) is the value it holds."""
-    answer = notation.json_answer(answer)
-    if not sentence.is_sentence(answer) or text_form(canonical(reference)) is not None:
-        return answer
-    if canonical(answer) == canonical(reference):
-        return answer  # the reference's own words ("x \\text{ if } x > 0"): nothing to read
-    reading = sentence.read(answer)
-    if reading.value is None:
-        return Verdict(False, reading.reason or Reason.PROSE_IN_ANSWER)
-    return reading.value
+def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]:
+    """The verdict on two read answers, or the (answer, reference) pair left for the symbolic
+    check (relations and units removed where they are decided here).
 
-
-def _stated(reference: str) -> str:
-    """A reference written as a sentence stands for the value it states: /v1/equivalent
-    compares two answers when ``gtpo eval`` groups maj@k votes ("18" and "Janet makes $18").
-    A dataset label is not a sentence; one that states no single value is kept as written."""
-    if not sentence.is_sentence(reference):
-        return reference
-    return sentence.read(reference).value or reference
-
-
-def decide(answer: str, reference: str) -> Verdict | tuple[str, str]:
-    """The answer policy, then the exact rules, on two canonical answers: a verdict, or the
-    (value, value) pair left for the symbolic check (units and assignments removed)."""
-    if not answer or not reference:
-        return Verdict(False, Reason.EMPTY_ANSWER if not answer else Reason.NO_REFERENCE)
-    if answer == reference:
+    In order: the answer policy (a worded reference is compared as words instead); a
+    congruence's residue; an equation against an equation (the sides, when both name the same
+    quantity) or against a value (every step of a calculation holds, the last side is the
+    value); the units; the values (``compare.fast_equivalent``)."""
+    a, r = answer.text, reference.text
+    if not a or not r:
+        return Verdict(False, Reason.EMPTY_ANSWER if not a else Reason.NO_REFERENCE)
+    if a == r:
         return Verdict(True, Reason.EQUIVALENT)
-    worded = text_form(reference)
-    if worded is None:
-        problem = policy.word_problem(answer, numeric=parse_number(answer) is not None)
-        if problem is not None:
-            return Verdict(False, problem)
-    elif text_form(answer) is not None:  # a worded reference ("no solution") is compared as words
-        equal = text_form(answer) == worded
-        return Verdict(equal, Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT)
-    congruence = relations.congruence(answer)
-    if congruence is not None:
-        decided = relations.congruence_value(*congruence)
-        if decided is None:
-            return answer, reference
-        if decided == Reason.FALSE_EQUATION:
-            return Verdict(False, decided)
-        answer = decided
-    sides = relations.equation_sides(answer)
-    ref_sides = relations.equation_sides(reference)
-    if sides is not None and ref_sides is not None and len(sides) == len(ref_sides) == 1:
-        labels = relations.equation_label(answer), relations.equation_label(reference)
-        if not relations.same_quantity(*labels):
-            return answer, reference  # "\cos x = ..." against "\sin x = ...": whole relations
-        answer, reference = sides[0], ref_sides[0]  # "y = 2x+1" against "f(x) = 2x+1"
-    elif sides is not None and ref_sides is None:
-        steps = relations.checked_steps(sides)
+    if reference.words is None:
+        if answer.refusal is not None:
+            return Verdict(False, answer.refusal)
+    elif answer.words is not None:
+        return _verdict(answer.words == reference.words)
+    if answer.congruence is not None:
+        residue = relations.congruence_value(*answer.congruence)
+        if residue is None:
+            return a, r
+        if residue == Reason.FALSE_EQUATION:
+            return Verdict(False, Reason.FALSE_EQUATION)
+        answer = statement(residue)
+    if answer.sides is not None and reference.sides is not None:
+        if len(answer.sides) == len(reference.sides) == 1:
+            if not relations.same_quantity(answer.label, reference.label):
+                return answer.text, r  # "\cos x = ..." against "\sin x = ...": whole relations
+            answer, reference = statement(answer.sides[0]), statement(reference.sides[0])
+    elif answer.sides is not None:
+        steps = relations.checked_steps(list(answer.sides))
         if any(fast_equivalent(left, right) is False for left, right in steps):
             return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
-        if units_differ(sides[-1], reference):
+        if units_differ(answer.sides[-1], r):
             return Verdict(False, Reason.UNIT_MISMATCH)
         if not all(fast_equivalent(left, right) for left, right in steps):
             # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
-            return " = ".join([*sides[:-1], split_unit(sides[-1])[0]]), reference
-        answer = sides[-1]
-    if units_differ(answer, reference):
+            return " = ".join([*answer.sides[:-1], split_unit(answer.sides[-1])[0]]), r
+        answer = statement(answer.sides[-1])
+    if answer.unit is not None and reference.unit is not None and answer.unit != reference.unit:
         return Verdict(False, Reason.UNIT_MISMATCH)
-    value, ref_value = split_unit(answer)[0], split_unit(reference)[0]
-    decided = fast_equivalent(value, ref_value)
+    decided = fast_equivalent(answer.value_text, reference.value_text)
     if decided is None:
-        return value, ref_value
-    return Verdict(decided, Reason.EQUIVALENT if decided else Reason.NOT_EQUIVALENT)
+        return answer.value_text, reference.value_text
+    return _verdict(decided)
+
+
+def _verdict(equal: bool) -> Verdict:
+    return Verdict(equal, Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT)
 
 
 def equivalent_inline(

@@ -7,7 +7,9 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server.normalize import canonical, fast_equivalent, parse_number
+from reward_server.compare import fast_equivalent
+from reward_server.normalize import canonical
+from reward_server.numbers import parse_number
 from reward_server.verify import equivalent_inline
 
 # (answer, reference): must be judged equivalent.

@@ -8,7 +8,9 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_server.normalize import canonical, fast_equivalent, parse_number
+from reward_server.compare import fast_equivalent
+from reward_server.normalize import canonical
+from reward_server.numbers import parse_number
 from reward_server.sentence import read
 from reward_server.verify import equivalent_inline
 

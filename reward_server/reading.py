@@ -1,0 +1,86 @@
+"""Reading an answer once: the first step of the checker's pipeline (read → typed value →
+compare). ``read_statement`` takes an answer as written (a short answer, a sentence, JSON) and
+returns what it states, or why it states nothing acceptable:
+
+* ``Refused``: a sentence that states no single value (``sentence.read``);
+* ``Statement``: the answer's canonical text, the relation it is written in (``relations.py``:
+  an equation's sides and the quantity it names, a congruence), the value it commits to with
+  its unit (``units.split_unit``) read into a typed value (``values.read_value``), and the
+  answer policy's verdict on its words (``policy.word_problem``), each read once.
+
+``verify.decide`` then compares two statements (``compare.py`` for the values).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from reward_server import notation, policy, relations, sentence
+from reward_server.normalize import canonical
+from reward_server.numbers import parse_number
+from reward_server.protocol import Reason
+from reward_server.units import split_unit
+from reward_server.values import Value, read_value, text_form
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: Reason
+
+
+@dataclass(frozen=True)
+class Statement:
+    """What an answer states, each part read once. ``text``: its canonical spelling as a whole;
+    ``value`` and ``unit``: what it states without its unit (of an equation, ``verify.decide``
+    reads the side that answers); ``sides`` and ``label``: the equation it is written as
+    (``relations.split_equation``), if any; ``congruence``: its sides and modulus when it is
+    one; ``refusal``: what the answer policy says of its words (``policy.word_problem``), which
+    a worded reference overrides; ``words``: the whole answer as words, if it is that."""
+
+    text: str
+    value: Value
+    value_text: str
+    unit: str | None
+    sides: tuple[str, ...] | None
+    label: str | None
+    congruence: tuple[list[str], str | None] | None
+    refusal: Reason | None
+    words: str | None  # the whole answer as words (``values.text_form``), or None
+
+
+def read_statement(
+    text: str, *, reference: bool = False, as_written: bool = False
+) -> Refused | Statement:
+    """What ``text`` states, read once. An answer written as JSON is the value it holds, one
+    written as a sentence the value the sentence states (``sentence.read``). ``reference``:
+    a dataset label or a reference answer, never refused (one that states no single value is
+    read as written). ``as_written``: not read as a sentence (the other side is a worded
+    answer, compared as words)."""
+    text = notation.json_answer(text)
+    if not as_written and sentence.is_sentence(text):
+        reading = sentence.read(text)
+        if reading.value is not None:
+            text = reading.value
+        elif not reference:
+            return Refused(reading.reason or Reason.PROSE_IN_ANSWER)
+    return statement(canonical(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def statement(text: str) -> Statement:
+    """The ``Statement`` of a canonical answer."""
+    split = relations.split_equation(text)
+    sides = tuple(split[1]) if split is not None else None
+    value_text, unit = split_unit(text)
+    return Statement(
+        text=text,
+        value=read_value(canonical(value_text)),
+        value_text=value_text,
+        unit=unit,
+        sides=sides,
+        label=split[0] if split is not None else None,
+        congruence=relations.congruence(text),
+        refusal=policy.word_problem(text, numeric=parse_number(text) is not None),
+        words=text_form(text),
+    )

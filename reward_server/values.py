@@ -1,0 +1,130 @@
+"""Typed values: what an answer's value is once read (``reading.py`` reads an answer into a
+``Statement`` whose value is one of these; ``compare.py`` compares them type by type).
+
+* ``Number``: an exact ``Fraction`` and whether it was written as a percent (``numbers.py``);
+* ``Choice``: multiple-choice letters (``B, D``);
+* ``Group``: a tuple, an interval, a set or a bare list, its items read the same way;
+* ``Words``: a worded answer (``no solution``, ``\\text{(C)}``);
+* ``Expression``: anything else, which only the symbolic check (``symbolic.py``) decides.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from reward_server.normalize import canonical
+from reward_server.numbers import parse_number
+from reward_server.relations import split_top
+
+
+@dataclass(frozen=True)
+class Number:
+    text: str  # the canonical spelling every value keeps (equal spellings are equal values)
+    value: Fraction
+    percent: bool
+
+
+@dataclass(frozen=True)
+class Choice:
+    text: str
+    letters: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Group:
+    """``kind``: the bracket pair (``()``, ``[)``, …), ``set`` or ``list`` (a bare ``a, b``)."""
+
+    text: str
+    kind: str
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Words:
+    text: str
+    words: str  # lower-cased (``\\text{(C)}`` -> ``c``)
+
+
+@dataclass(frozen=True)
+class Expression:
+    text: str
+
+
+Value = Number | Choice | Group | Words | Expression
+
+
+@functools.lru_cache(maxsize=16384)
+def read_value(text: str) -> Value:
+    """The typed value of a canonical answer without its unit. A one-item bracket is a
+    parenthesised scalar (``(5)``, ``(C)``) and a one-item set its item: both are the item."""
+    number = parse_number(text)
+    if number is not None:
+        return Number(text, *number)
+    letters = choice_letters(text)
+    if letters is not None and len(letters) > 1:
+        return Choice(text, letters)
+    structure = parse_structure(text)
+    if structure is not None:
+        kind, items = structure
+        if kind in ("()", "set") and len(items) == 1:
+            return read_value(canonical(items[0]))
+        return Group(text, kind, tuple(items))
+    words = text_form(text)
+    if words is not None:
+        return Words(text, words)
+    return Expression(text)
+
+
+def _closes_at_end(s: str) -> bool:
+    """The bracket opened at s[0] closes exactly at s[-1]."""
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i == len(s) - 1
+    return False
+
+
+def parse_structure(s: str) -> tuple[str, list[str]] | None:
+    """(kind, items) for ``(a,b)``, ``[a,b)``…, ``\\{a,b\\}`` or a bare ``a, b`` list; else None."""
+    if s.startswith("\\{") and s.endswith("\\}") and _closes_at_end(s[1:]):
+        return "set", split_top(s[2:-2], ",")
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _closes_at_end(s):
+        return s[0] + s[-1], split_top(s[1:-1], ",")
+    items = split_top(s, ",")
+    return ("list", items) if len(items) > 1 else None
+
+
+_TEXT_CMDS = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\{([^{}]*)\}")
+_WORDS = re.compile(r"[a-z]+(?:[ '\-][a-z]+)*")
+
+
+def text_form(s: str) -> str | None:
+    """Lower-cased words of a textual answer (``\\text{(C)}`` -> ``c``), or None if not text."""
+    t = _TEXT_CMDS.sub(r"\1", s).strip().lower().rstrip(".").strip()
+    m = re.fullmatch(r"\(([a-z])\)", t)
+    if m:
+        t = m.group(1)
+    return t if _WORDS.fullmatch(t) else None
+
+
+_CHOICE = re.compile(r"\(?([A-Ea-e])\)?")
+
+
+def choice_letters(s: str) -> frozenset[str] | None:
+    """The multiple-choice letters of ``B, D``, ``\\text{(D), (B)}``, ``(B) and (D)`` or ``BD``
+    (A–E, any order and wrapping), else None."""
+    t = re.sub(r"\\text(?:bf|it|rm)?\{([^{}]*)\}", r"\1", s).strip()
+    if re.fullmatch(r"[A-E]{2,5}", t):
+        return frozenset(t) if len(set(t)) == len(t) else None
+    tokens = [x for x in re.split(r"\s*(?:,|\band\b|\s)\s*", t) if x]
+    letters = [m.group(1).upper() for x in tokens if (m := _CHOICE.fullmatch(x))]
+    if not tokens or len(letters) != len(tokens) or len(set(letters)) != len(letters):
+        return None
+    return frozenset(letters)
