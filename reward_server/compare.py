@@ -78,13 +78,24 @@ def equal_values(a: Value, r: Value, depth: int = 0) -> bool | None:
 
 def _equal_groups(a: Group, r: Group, depth: int) -> bool | None:
     unordered = {"set", "list"}
+    if "parts" in (a.kind, r.kind):
+        # Labelled parts answer in order: against parts, a bare list or a tuple, item by item.
+        if not {a.kind, r.kind} <= {"parts", "list", "()"}:
+            return None
+        return _equal_in_order(a.items, r.items, depth)
     if a.kind in unordered and r.kind in unordered:
         return _equal_multisets(a.items, r.items, depth)
     if a.kind in unordered or r.kind in unordered:
         return None  # "1, 2" against "(1, 2)": the symbolic check decides
-    if len(a.items) != len(r.items) or a.kind != r.kind:
-        return False  # another arity, or (1,2) against [1,2] (open against closed)
-    verdicts = [fast_equivalent(x, y, depth + 1) for x, y in zip(a.items, r.items, strict=True)]
+    if a.kind != r.kind:
+        return False  # (1,2) against [1,2]: open against closed
+    return _equal_in_order(a.items, r.items, depth)
+
+
+def _equal_in_order(xs: tuple[str, ...], ys: tuple[str, ...], depth: int) -> bool | None:
+    if len(xs) != len(ys):
+        return False
+    verdicts = [fast_equivalent(x, y, depth + 1) for x, y in zip(xs, ys, strict=True)]
     if False in verdicts:
         return False
     return None if None in verdicts else True

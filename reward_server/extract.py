@@ -156,7 +156,12 @@ _MATH_DELIMS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 # "$\boxed{2}$ and $\boxed{3}$", "\boxed{3} \text{ or } \boxed{4}", and LaTeX's spacing and line
 # breaks: "\boxed{2} \quad \boxed{3}", "\boxed{2} \\ \boxed{3}", "\boxed{2}\text{, }\boxed{3}".
 _GAP_FILLER = r"(?:[\s$,;&~]|\\(?:quad|qquad|[,;:! ])|\\\\|\\text\{\s*[,;]?\s*\})*"
-_BOX_GAP = re.compile(_GAP_FILLER + r"(?:(?:\\text\{\s*)?(?:and|or)(?:\s*\})?)?" + _GAP_FILLER)
+# A part label of a multi-part answer: "(a)", "(ii)", "\text{(b) }", "b)". Between boxes it
+# labels the next part ("(a) \boxed{3} (b) \boxed{5}" answers 3 and 5).
+PART_LABEL = r"(?:\\text\{\s*)?\(?\s*(?P<label>[a-h]|i{1,3}|iv|vi{0,3})\s*\)\s*\}?"
+_BOX_GAP = re.compile(
+    _GAP_FILLER + r"(?:(?:\\text\{\s*)?(?:and|or)(?:\s*\})?|" + PART_LABEL + ")?" + _GAP_FILLER
+)
 # What may surround the boxes of an answer without changing it: math delimiters, punctuation
 # and an answer phrase ("The final answer is \boxed{5}.").
 _BOX_WRAPPING = re.compile(

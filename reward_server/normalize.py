@@ -103,11 +103,13 @@ def canonical(text: str) -> str:
     s = notation.trig_degrees(s)
     s = _DEGREES.sub("", _DEGREES_OF_NUMBER.sub(" degrees", s))
     s = _EMPTY_TEXT.sub("", s)
-    s = percent_words(_NUMBER_IN_TEXT.sub(r"\1", s))
+    s = _NUMBER_IN_TEXT.sub(r"\1", s)
     s = _EMPTY_SET.sub(r"\\emptyset", s)
     s = s.replace("{,}", ",")
     s = _CURRENCY.sub(r"\g<sign>\g<number> dollars", s.strip())
-    s = s.replace("\\$", "").replace("$", "")
+    # Percent words after the math delimiters are gone: "$28$ percent" is "28\\%" too.
+    s = percent_words(s.replace("\\$", "").replace("$", ""))
+    s = notation.labelled_parts(s)  # before "3 (b)" could read as a product
     s = re.sub(r"(?<!\\)%", r"\\%", s)
     s = _squeeze_spaces(s)
     s = _JUXTAPOSED.sub(_times_bracket, s)

@@ -12,8 +12,8 @@ import json
 import re
 from fractions import Fraction
 
-from reward_server.extract import single_backslashes
-from reward_server.relations import VARIABLE
+from reward_server.extract import PART_LABEL, single_backslashes
+from reward_server.relations import VARIABLE, split_top
 
 _UNICODE = {
     "\u2212": "-",  # minus sign
@@ -362,7 +362,6 @@ def backwards_equation(s: str) -> str:
 _JOINER = re.compile(
     r"\s*,?\s*(?:\\text\{\s*(?:or|and)\s*\}|(?<![A-Za-z\\])(?:or|and)(?![A-Za-z]))\s*"
 )
-_SEMICOLON = re.compile(r"\s*;\s*")
 
 
 def joined_values(s: str) -> str:
@@ -374,14 +373,17 @@ def joined_values(s: str) -> str:
 
 
 def assignment_groups(s: str) -> str:
-    """``a=1,b=4; a=3,b=2`` -> ``(1, 4), (3, 2)``: solutions of a system written as
-    assignments, one group per solution, are the tuples of their values."""
-    groups = [g for g in _SEMICOLON.split(s) if g]
-    if "=" not in s or not groups:
+    """Solutions separated by ``;``: of a system written as assignments, the tuples of their
+    values (``a=1,b=4; a=3,b=2`` -> ``(1, 4), (3, 2)``); of one unknown, a list (``x = 1; x =
+    -2`` -> ``x = 1, x = -2``, the roots)."""
+    groups = [g for g in split_top(s, ";") if g]
+    if len(groups) == 1 and ("=" not in s or ";" not in s):
         return s
+    if all(len(split_top(group, ",")) == 1 for group in groups):
+        return ", ".join(groups)
     tuples = []
     for group in groups:
-        parts = [p.strip() for p in group.split(",")]
+        parts = split_top(group, ",")
         if len(parts) < 2 or not all(re.fullmatch(r"[A-Za-z] ?= ?[^=]+", p) for p in parts):
             return s
         names = [p.split("=")[0].strip() for p in parts]
@@ -389,3 +391,26 @@ def assignment_groups(s: str) -> str:
             return s  # "x=1, x=2" is a list of roots, not a tuple
         tuples.append("(" + ", ".join(p.split("=", 1)[1].strip() for p in parts) + ")")
     return ", ".join(tuples) if len(tuples) > 1 else tuples[0]
+
+
+_PART = re.compile(rf"(?:^|(?<=[\s,;]))\s*{PART_LABEL}\s*")
+_SEQUENCES = ("abcdefgh", ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"))
+
+
+def labelled_parts(s: str) -> str:
+    """``(a) 3, (b) 5``, ``\\text{(a) } 3; \\text{(b) } 5``: the parts of a multi-part answer,
+    labelled in order from (a) or (i), in one spelling: ``(a)3, (b)5`` (``values.read_value``
+    reads them as an ordered group). Anything else is returned as it is."""
+    found = list(_PART.finditer(s))
+    if len(found) < 2 or found[0].start() != 0:
+        return s
+    labels = [m.group("label") for m in found]
+    if not any(list(seq[: len(labels)]) == labels for seq in _SEQUENCES):
+        return s
+    ends = [m.start() for m in found[1:]] + [len(s)]
+    values = [
+        s[m.end() : end].strip().strip(",;").strip() for m, end in zip(found, ends, strict=True)
+    ]
+    if not all(values):
+        return s
+    return ", ".join(f"({label}){value}" for label, value in zip(labels, values, strict=True))

@@ -3,7 +3,8 @@
 
 * ``Number``: an exact ``Fraction`` and whether it was written as a percent (``numbers.py``);
 * ``Choice``: multiple-choice letters (``B, D``);
-* ``Group``: a tuple, an interval, a set or a bare list, its items read the same way;
+* ``Group``: a tuple, an interval, a set, a bare list or the labelled parts of a multi-part
+  answer (``(a) 3, (b) 5``), its items read the same way;
 * ``Words``: a worded answer (``no solution``, ``\\text{(C)}``);
 * ``Expression``: anything else, which only the symbolic check (``symbolic.py``) decides.
 """
@@ -35,7 +36,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class Group:
-    """``kind``: the bracket pair (``()``, ``[)``, …), ``set`` or ``list`` (a bare ``a, b``)."""
+    """``kind``: the bracket pair (``()``, ``[)``, …), ``set``, ``list`` (a bare ``a, b``) or
+    ``parts`` (labelled parts, in order)."""
 
     text: str
     kind: str
@@ -66,6 +68,9 @@ def read_value(text: str) -> Value:
     letters = choice_letters(text)
     if letters is not None and len(letters) > 1:
         return Choice(text, letters)
+    parts = _PART.findall(text)
+    if len(parts) > 1 and text.startswith(parts[0]):  # "(a)3, (b)5": notation.labelled_parts
+        return Group(text, "parts", tuple(_PART.sub("", item) for item in split_top(text, ",")))
     structure = parse_structure(text)
     if structure is not None:
         kind, items = structure
@@ -76,6 +81,9 @@ def read_value(text: str) -> Value:
     if words is not None:
         return Words(text, words)
     return Expression(text)
+
+
+_PART = re.compile(r"\((?:[a-h]|[iv]+)\)(?=\S)")
 
 
 def _closes_at_end(s: str) -> bool:

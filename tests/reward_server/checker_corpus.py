@@ -901,3 +901,90 @@ PAIRS += [
         ],
     ),
 ]
+
+# --------------------------------------------------------------- classes other graders' suites show
+# Each class is decided by one rule of the pipeline (the rule named in ``why``), right and wrong.
+PAIRS += [
+    *_group(
+        "percent_word_after_math",
+        [
+            ("$28$ percent", "28\\%", Y, "normalize: percent words read after $…$ is gone"),
+            ("\\boxed{28} pct", "28\\%", Y, "normalize: percent words after a box"),
+            ("$28$ per cent", "0.28", Y, "numbers: a percent against a fraction of one"),
+            ("$28$ percent", "0.028", N, "numbers: 28% is not 0.028"),
+            ("$2.8$ percent", "28\\%", N, "numbers: another percent"),
+        ],
+    ),
+    *_group(
+        "several_boxes",
+        [
+            ("\\{1, -2\\}", "\\boxed{1} and \\boxed{-2}", Y, "extract: boxes joined by and"),
+            ("\\boxed{1}, \\boxed{-2}", "\\{-2, 1\\}", Y, "compare: a list against a set"),
+            ("\\{1, 2\\}", "\\boxed{1} and \\boxed{-2}", N, "compare: another item"),
+            ("\\boxed{1}, \\boxed{-2}", "\\{1\\}", N, "compare: one item too many"),
+        ],
+    ),
+    *_group(
+        "labelled_parts",
+        [
+            ("(a) 3, (b) 5", "3, 5", Y, "notation.labelled_parts: parts in order"),
+            ("\\text{(a) } 3, \\text{ (b) } 5", "3, 5", Y, "notation.labelled_parts: in text"),
+            ("(a) 3; (b) 5", "(a) 3, (b) 5", Y, "notation.labelled_parts: ; between parts"),
+            ("(i) 2 (ii) 7", "(2, 7)", Y, "notation.labelled_parts: roman labels"),
+            ("(a) 5, (b) 3", "(a) 3, (b) 5", N, "compare: parts answer in order"),
+            ("(a) 5 (b) 3", "3, 5", N, "compare: parts against a list, in order"),
+            ("(a) 3 (b) 5", "8", N, "compare: two parts against one value"),
+        ],
+    ),
+    *_group(
+        "matrix_line_break",
+        [
+            (
+                "\\boxed{\n\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}\n}",
+                "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+                Y,
+                "notation.environments: a line break after the box",
+            ),
+            (
+                "\\begin{pmatrix}\n1 & 2 \\\\\n3 & 4\n\\end{pmatrix}",
+                "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+                Y,
+                "notation.environments: line breaks between rows",
+            ),
+            (
+                "\\boxed{\n\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}\n}",
+                "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+                N,
+                "symbolic: entries swapped",
+            ),
+        ],
+    ),
+    *_group(
+        "named_equations",
+        [
+            ("y_1 = 2x + 1, y_2 = -x", "y_1 = 2x+1, y_2 = -x", Y, "compare: equal lists"),
+            ("y_2 = -x, y_1 = 2x + 1", "y_1 = 2x+1, y_2 = -x", Y, "compare: a list of equations"),
+            ("y_1 = -x, y_2 = 2x + 1", "y_1 = 2x+1, y_2 = -x", N, "symbolic: names swapped"),
+        ],
+    ),
+    *_group(
+        "solution_separators",
+        [
+            ("x = 1; x = -2", "1, -2", Y, "notation.assignment_groups: ; between roots"),
+            ("1;\\ -2", "\\{-2, 1\\}", Y, "notation.assignment_groups: ; between values"),
+            ("x = 1 \\quad\\text{and}\\quad x = -2", "1, -2", Y, "notation.joined_values"),
+            ("x = 1; x = 2", "1, -2", N, "compare: another root"),
+            ("x = 1 \\quad\\text{and}\\quad x = 2", "1, -2", N, "compare: another root"),
+        ],
+    ),
+    *_group(
+        "decimal_exponents",
+        [
+            ("5^{0.5}", "\\sqrt{5}", Y, "symbolic: a decimal exponent is exact"),
+            ("(x+1)^{0.5}", "\\sqrt{x+1}", Y, "symbolic: of a bracket"),
+            ("x^{2.5}", "x^2\\sqrt{x}", Y, "symbolic: five halves"),
+            ("x^{0.33}", "\\sqrt[3]{x}", N, "symbolic: a rounded exponent is another power"),
+            ("3^{0.5}", "\\sqrt{2}", N, "symbolic: another base"),
+        ],
+    ),
+]

@@ -1,0 +1,227 @@
+"""Exact numbers (``reward_server.numbers``): number words, one-number answers, calculations with
+numbers only, the percent rule of ``numbers_equal`` and numerals in a base."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from reward_server import numbers
+
+# (text, the integer it names in words, or None).
+NUMBER_WORD_VALUE = [
+    pytest.param("seven", 7, id="ones:seven"),
+    pytest.param("Seven", 7, id="case_insensitive:Seven"),
+    pytest.param("zero", 0, id="ones:zero"),
+    pytest.param("nineteen", 19, id="teens:nineteen"),
+    pytest.param("forty", 40, id="tens:forty"),
+    pytest.param("twenty-five", 25, id="tens_ones_hyphen:twenty-five"),
+    pytest.param("sixty seven", 67, id="tens_ones_space:sixty seven"),
+    pytest.param("one hundred", 100, id="hundred:one hundred"),
+    pytest.param("one hundred and twelve", 112, id="hundred_and:one hundred and twelve"),
+    pytest.param("three thousand", 3000, id="scale:three thousand"),
+    pytest.param("five thousand and one", 5001, id="scale_and:five thousand and one"),
+    pytest.param("one million one", 1_000_001, id="scale_then_ones:one million one"),
+    pytest.param("one billion", 10**9, id="scale:one billion"),
+    pytest.param(
+        "two million three hundred thousand", 2_300_000, id="scales:two million three hundred"
+    ),
+    pytest.param(
+        "nine hundred ninety-nine thousand nine hundred ninety-nine",
+        999_999,
+        id="scales:999999",
+    ),
+    pytest.param("five five", None, id="ones_after_ones:five five"),
+    pytest.param("five twenty", None, id="tens_after_ones:five twenty"),
+    pytest.param("twenty thirty", None, id="tens_after_tens:twenty thirty"),
+    pytest.param("hundred", None, id="hundred_without_ones:hundred"),
+    pytest.param("twelve hundred", None, id="hundred_after_teen:twelve hundred"),
+    pytest.param("ninety hundred", None, id="hundred_after_tens:ninety hundred"),
+    pytest.param("thousand", None, id="scale_without_number:thousand"),
+    pytest.param("one thousand thousand", None, id="scale_after_scale:one thousand thousand"),
+    pytest.param("a hundred", None, id="article:a hundred"),
+    pytest.param("and", None, id="and_alone:and"),
+    pytest.param("seven and", None, id="and_with_one_word:seven and"),
+    pytest.param("", None, id="empty"),
+    pytest.param("12", None, id="digits:12"),
+    pytest.param("apples", None, id="not_a_number_word:apples"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), NUMBER_WORD_VALUE)
+def test_number_word_value(text: str, expected: int | None) -> None:
+    assert numbers.number_word_value(text) == expected
+
+
+# (canonical answer, (exact value, written as a percent), or None).
+PARSE_NUMBER = [
+    pytest.param("12", (Fraction(12), False), id="integer:12"),
+    pytest.param("-12", (Fraction(-12), False), id="sign:-12"),
+    pytest.param("+12", (Fraction(12), False), id="sign:+12"),
+    pytest.param("-1,234.5", (Fraction(-2469, 2), False), id="thousands_comma:-1,234.5"),
+    pytest.param("1,234,567", (Fraction(1234567), False), id="thousands_comma:1,234,567"),
+    pytest.param("1 000 000", (Fraction(10**6), False), id="thousands_space:1 000 000"),
+    pytest.param(".5", (Fraction(1, 2), False), id="leading_point:.5"),
+    pytest.param("18.", (Fraction(18), False), id="trailing_point:18."),
+    pytest.param("0.333333", (Fraction(333333, 10**6), False), id="exact_decimal:0.333333"),
+    pytest.param("1.5e3", (Fraction(1500), False), id="scientific_e:1.5e3"),
+    pytest.param("1.5E-3", (Fraction(3, 2000), False), id="scientific_e:1.5E-3"),
+    pytest.param("2.5\\times 10^{3}", (Fraction(2500), False), id="scientific_times:2.5x10^{3}"),
+    pytest.param("2.5\\times10^{-2}", (Fraction(1, 40), False), id="scientific_times:2.5x10^{-2}"),
+    pytest.param("3\\cdot 10^2", (Fraction(300), False), id="scientific_cdot:3.10^2"),
+    pytest.param("0.\\overline{3}", (Fraction(1, 3), False), id="repeating:0.(3)"),
+    pytest.param("0.1\\overline{6}", (Fraction(1, 6), False), id="repeating_after_digits:0.1(6)"),
+    pytest.param("0.\\overline{142857}", (Fraction(1, 7), False), id="repeating_block:0.(142857)"),
+    pytest.param("1.\\overline{9}", (Fraction(2), False), id="repeating_nines:1.(9)"),
+    pytest.param("2\\frac{1}{2}", (Fraction(5, 2), False), id="mixed_number:2\\frac{1}{2}"),
+    pytest.param("2 \\frac{1}{2}", (Fraction(5, 2), False), id="mixed_number:2 \\frac{1}{2}"),
+    pytest.param("-2\\frac{1}{2}", (Fraction(-5, 2), False), id="mixed_number:-2\\frac{1}{2}"),
+    pytest.param("2 1/2", (Fraction(5, 2), False), id="mixed_number:2 1/2"),
+    pytest.param("-2 1/2", (Fraction(-5, 2), False), id="mixed_number:-2 1/2"),
+    pytest.param("\\frac{3}{4}", (Fraction(3, 4), False), id="fraction:\\frac{3}{4}"),
+    pytest.param("-\\frac{3}{4}", (Fraction(-3, 4), False), id="fraction_sign:-\\frac{3}{4}"),
+    pytest.param("\\frac{-3}{4}", (Fraction(-3, 4), False), id="fraction_sign:\\frac{-3}{4}"),
+    pytest.param("\\frac34", (Fraction(3, 4), False), id="fraction_braceless:\\frac34"),
+    pytest.param("\\frac{1.5}{3}", (Fraction(1, 2), False), id="fraction_decimals:\\frac{1.5}{3}"),
+    pytest.param("3/4", (Fraction(3, 4), False), id="slash:3/4"),
+    pytest.param("25\\%", (Fraction(25), True), id="percent:25\\%"),
+    pytest.param("12.5\\%", (Fraction(25, 2), True), id="percent:12.5\\%"),
+    pytest.param("seven", (Fraction(7), False), id="number_word:seven"),
+    pytest.param("five thousand", (Fraction(5000), False), id="number_word:five thousand"),
+    pytest.param("twenty-five\\%", (Fraction(25), True), id="number_word_percent:twenty-five\\%"),
+    pytest.param("x = 12", (Fraction(12), False), id="assignment:x = 12"),
+    pytest.param("x=12", (Fraction(12), False), id="assignment:x=12"),
+    pytest.param("\\text{total} = 12", (Fraction(12), False), id="assignment_text:total = 12"),
+    pytest.param("16-3-4", (Fraction(9), False), id="calculation:16-3-4"),
+    pytest.param("9\\times2", (Fraction(18), False), id="calculation:9\\times2"),
+    pytest.param("(3+4)\\cdot 2", (Fraction(14), False), id="calculation:(3+4)\\cdot 2"),
+    pytest.param("(3+4)", (Fraction(7), False), id="calculation:(3+4)"),
+    pytest.param("2^{10}", (Fraction(1024), False), id="calculation:2^{10}"),
+    pytest.param("5 thousand", (Fraction(5000), False), id="numeric_multiplier:5 thousand"),
+    pytest.param("5 dozen", (Fraction(60), False), id="numeric_multiplier:5 dozen"),
+    pytest.param("5 hundreds", (Fraction(500), False), id="numeric_multiplier:5 hundreds"),
+    pytest.param(
+        "5\\text{ thousand}", (Fraction(5000), False), id="numeric_multiplier_text:5 thousand"
+    ),
+    pytest.param("5 cm", (Fraction(5), False), id="unit:5 cm"),
+    pytest.param("5\\text{ apples}", (Fraction(5), False), id="unit_text:5\\text{ apples}"),
+    pytest.param("5 km/h", (Fraction(5), False), id="unit_per:5 km/h"),
+    pytest.param("5x", None, id="variable:5x"),
+    pytest.param("x", None, id="variable:x"),
+    pytest.param("5 pi", None, id="math_word:5 pi"),
+    pytest.param("5 m", None, id="single_letter_not_unit:5 m"),
+    pytest.param("\\sqrt{2}", None, id="not_a_number:\\sqrt{2}"),
+    pytest.param("1e100000", None, id="exponent_too_large:1e100000"),
+    pytest.param("1,2", None, id="list:1,2"),
+    pytest.param("1,23", None, id="bad_thousands:1,23"),
+    pytest.param("12, 5", None, id="list:12, 5"),
+    pytest.param("2 3", None, id="two_numbers:2 3"),
+    pytest.param("3 -", None, id="dangling_operator:3 -"),
+    pytest.param("\\frac{1}{0}", None, id="zero_denominator:\\frac{1}{0}"),
+    pytest.param("1/0", None, id="zero_denominator:1/0"),
+    pytest.param("2 3/2", None, id="mixed_number_improper:2 3/2"),
+    pytest.param("2\\frac{3}{2}", None, id="mixed_number_improper:2\\frac{3}{2}"),
+    pytest.param("x = y = 12", None, id="chained_assignment:x = y = 12"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PARSE_NUMBER)
+def test_parse_number(text: str, expected: tuple[Fraction, bool] | None) -> None:
+    assert numbers.parse_number(text) == expected
+
+
+# (calculation with numbers only, its exact value, or None).
+ARITHMETIC = [
+    pytest.param("16-3-4", Fraction(9), id="left_associative:16-3-4"),
+    pytest.param("8/2/2", Fraction(2), id="left_associative:8/2/2"),
+    pytest.param("2+3*4", Fraction(14), id="precedence:2+3*4"),
+    pytest.param("(2+3)*4", Fraction(20), id="brackets:(2+3)*4"),
+    pytest.param("{2}^{3}", Fraction(8), id="braces:{2}^{3}"),
+    pytest.param("-3+5", Fraction(2), id="unary_minus:-3+5"),
+    pytest.param("10 / 4", Fraction(5, 2), id="exact_division:10 / 4"),
+    pytest.param("2 \\div 4", Fraction(1, 2), id="latex_div:2 \\div 4"),
+    pytest.param("3 \\cdot 4", Fraction(12), id="latex_cdot:3 \\cdot 4"),
+    pytest.param("9\\times2", Fraction(18), id="latex_times:9\\times2"),
+    pytest.param("3×4", Fraction(12), id="unicode_times:3×4"),
+    pytest.param("7÷2", Fraction(7, 2), id="unicode_div:7÷2"),
+    pytest.param("1.5+1.5", Fraction(3), id="decimals:1.5+1.5"),
+    pytest.param("2^{-2}", Fraction(1, 4), id="negative_exponent:2^{-2}"),
+    pytest.param("2^{100}", Fraction(2**100), id="max_exponent:2^{100}"),
+    pytest.param("2^{101}", None, id="exponent_too_large:2^{101}"),
+    pytest.param("99999999999^{100}", None, id="too_many_digits:99999999999^{100}"),
+    pytest.param("2^{0.5}", None, id="fractional_exponent:2^{0.5}"),
+    pytest.param("2^{x}", None, id="variable_exponent:2^{x}"),
+    pytest.param("x+1", None, id="variable:x+1"),
+    pytest.param("5 \\div 0", None, id="division_by_zero:5 \\div 0"),
+    pytest.param("(2 + 3", None, id="unbalanced:(2 + 3"),
+    pytest.param("3 -", None, id="dangling_operator:3 -"),
+    pytest.param("2 3", None, id="juxtaposed:2 3"),
+    pytest.param("", None, id="empty"),
+    pytest.param("+".join(["1"] * 101), None, id="too_many_tokens:1+1+...(201)"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ARITHMETIC)
+def test_arithmetic(text: str, expected: Fraction | None) -> None:
+    assert numbers.arithmetic(text) == expected
+
+
+def _n(value: str, percent: bool = False) -> tuple[Fraction, bool]:
+    return Fraction(value), percent
+
+
+# (answer, reference, equal): a bare number is read in the reference's unit; a percent against
+# a bare reference above 1 is that number, against one of at most 1 its hundredth.
+NUMBERS_EQUAL = [
+    pytest.param(_n("1/2"), _n("1/2"), True, id="same_value:1/2|1/2"),
+    pytest.param(_n("333333/1000000"), _n("1/3"), False, id="rounded_decimal:0.333333|1/3"),
+    pytest.param(_n("25", True), _n("25", True), True, id="both_percent:25%|25%"),
+    pytest.param(_n("25"), _n("25", True), True, id="bare_in_reference_unit:25|25%"),
+    pytest.param(_n("1/4"), _n("25", True), False, id="bare_in_reference_unit:0.25|25%"),
+    pytest.param(_n("25", True), _n("25"), True, id="percent_vs_large:25%|25"),
+    pytest.param(_n("-50", True), _n("-50"), True, id="percent_vs_large:-50%|-50"),
+    pytest.param(_n("25", True), _n("1/4"), True, id="percent_vs_fraction:25%|0.25"),
+    pytest.param(_n("100", True), _n("1"), True, id="percent_vs_fraction:100%|1"),
+    pytest.param(_n("1", True), _n("1"), False, id="percent_vs_fraction:1%|1"),
+    pytest.param(_n("2000", True), _n("20"), False, id="percent_wrong_base:2000%|20"),
+    pytest.param(_n("1/4", True), _n("1/4"), False, id="percent_wrong_base:0.25%|0.25"),
+]
+
+
+@pytest.mark.parametrize(("answer", "reference", "expected"), NUMBERS_EQUAL)
+def test_numbers_equal(
+    answer: tuple[Fraction, bool], reference: tuple[Fraction, bool], expected: bool
+) -> None:
+    assert numbers.numbers_equal(answer, reference) is expected
+
+
+# (answer, reference, verdict): None when neither is a numeral with a base.
+BASE_EQUAL = [
+    pytest.param("1011_2", "1011_2", True, id="same_numeral:1011_2"),
+    pytest.param("1011_{2}", "1011_2", True, id="braced_base:1011_{2}"),
+    pytest.param("1011_{(2)}", "1011_2", True, id="parenthesised_base:1011_{(2)}"),
+    pytest.param("(1011)_2", "1011_2", True, id="parenthesised_digits:(1011)_2"),
+    pytest.param("\\text{1011}_2", "1011_2", True, id="text_digits:\\text{1011}_2"),
+    pytest.param("01011_2", "1011_2", True, id="leading_zeros:01011_2"),
+    pytest.param("A3_{16}", "a3_16", True, id="case_insensitive_digits:A3_{16}|a3_16"),
+    pytest.param("1011", "1011_2", True, id="bare_in_other_base:1011|1011_2"),
+    pytest.param("1011_2", "1011", True, id="bare_in_other_base:1011_2|1011"),
+    pytest.param("21_3", "21", True, id="bare_in_other_base:21_3|21"),
+    pytest.param("11", "1011_2", False, id="bare_decimal_value:11|1011_2"),
+    pytest.param("1011_2", "11", False, id="bare_decimal_value:1011_2|11"),
+    pytest.param("1012", "1011_2", False, id="bare_other_digits:1012|1011_2"),
+    pytest.param("1011_2", "1011_3", False, id="other_base:1011_2|1011_3"),
+    pytest.param("5_8", "5_{10}", False, id="other_base:5_8|5_{10}"),
+    pytest.param("12", "12", None, id="both_bare:12|12"),
+    pytest.param("1012_2", "1012_2", None, id="digit_invalid_in_base:1012_2"),
+    pytest.param("1_1", "1_1", None, id="base_below_2:1_1"),
+    pytest.param("1_37", "1_37", None, id="base_above_36:1_37"),
+    pytest.param("A3", "A3_16", None, id="bare_letters:A3|A3_16"),
+    pytest.param("abc", "1_2", None, id="not_a_numeral:abc|1_2"),
+]
+
+
+@pytest.mark.parametrize(("answer", "reference", "expected"), BASE_EQUAL)
+def test_base_equal(answer: str, reference: str, expected: bool | None) -> None:
+    assert numbers.base_equal(answer, reference) is expected
