@@ -26,10 +26,11 @@ def number_word_value(text: str) -> int | None:
         return None
     total = current = 0
     last = None  # the kind of the previous word: ones, tens, hundred, scale
+    scale = None  # the last scale word's value: scales only decrease ("three thousand two")
     for t in tokens:
         if t in NUMBER_WORDS and NUMBER_WORDS[t] < 20:
-            if last == "ones":
-                return None
+            if last == "ones" or (last == "tens" and not 0 < NUMBER_WORDS[t] < 10):
+                return None  # "seventy-twelve", "twenty-zero"
             current += NUMBER_WORDS[t]
             last = "ones"
         elif t in NUMBER_WORDS:
@@ -41,8 +42,10 @@ def number_word_value(text: str) -> int | None:
             current *= 100
             last = "hundred"
         elif t in SCALES and last in ("ones", "tens", "hundred"):
+            if scale is not None and SCALES[t] >= scale:
+                return None
             total += current * SCALES[t]
-            current, last = 0, "scale"
+            current, last, scale = 0, "scale", SCALES[t]
         else:
             return None
     return total + current

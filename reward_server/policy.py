@@ -63,6 +63,9 @@ def word_problem(answer: str, numeric: bool) -> Reason | None:
         return Reason.NEGATED_ANSWER
     if found & SHORT_ANSWER_HEDGES:
         return Reason.HEDGED_ANSWER
+    ordered = words(answer)
+    if any(a == "or" and b in OR_BOUNDS for a, b in itertools.pairwise(ordered)):
+        return Reason.HEDGED_ANSWER  # "18 or so", "18 give or take"
     if any(ch.isdigit() for ch in answer) and found & NUMBER_WORDS.keys():
         return Reason.SEVERAL_CANDIDATES  # "3 (or four)"
     multipliers = found & MULTIPLIERS

@@ -42,14 +42,23 @@ _UNIT_SYNONYMS = {
     "m/s": "m/s",
     "deg": "deg degree degrees",
     "rad": "rad rads radian radians",
-    "pp": "pp percentage point percentage points",
+    "pp": "pp percentage_point percentage_points",  # "_": a space within a name
 }
 # "miles per hour" and "mi/h" are one unit: compound units are keyed by their parts, and the
 # key of miles per hour is its usual name.
 _COMPOUND_ALIASES = {"mi/h": "mph"}
-UNIT_NAMES = {name: unit for unit, names in _UNIT_SYNONYMS.items() for name in names.split()}
+UNIT_NAMES = {
+    name.replace("_", " "): unit for unit, names in _UNIT_SYNONYMS.items() for name in names.split()
+}
 # Units that may be glued to a number ("7days", "5cm"); shorter names are variables ("5m").
-GLUED_UNITS = frozenset(n for n in UNIT_NAMES if len(n) >= 2 and n not in ("in", "mi", "min"))
+GLUED_UNITS = frozenset(
+    n for n in UNIT_NAMES if len(n) >= 2 and " " not in n and n not in ("in", "mi", "min")
+)
+# Names of functions and constants are never a unit after a value ("5 pi", "2 sin"); the
+# units among them are ("5 sec", "30 deg"). Nor, at the end of an answer, is a word that
+# changes the value ("9 squared"; "2 dozen eggs" is read as 24 by ``numbers.parse_number``).
+_MATH_NAMES = MATH_WORDS - UNIT_NAMES.keys()
+_NEVER_UNITS = _MATH_NAMES | MULTIPLIERS - UNIT_NAMES.keys()
 
 _POWER = r"(?:\^\s*\{?\s*(?P<pow>[23])\s*\}?)?"
 _TRAILING_TEXT_UNIT = re.compile(
@@ -82,6 +91,8 @@ def _unit_key(phrase: str, power: str | None) -> str:
         keys = [_unit_key(part, None) for part in parts if part]
         unit = "/".join(keys)
         unit = _COMPOUND_ALIASES.get(unit, unit)
+    if unit is None and re.search(r"(?:s|x|z|ch|sh)es$", name):
+        unit = name[:-2]  # "boxes", "glasses"
     if unit is None:
         unit = name[:-1] if len(name) > 3 and name.endswith("s") else name
     return unit + (f"^{power}" if power else "")
@@ -101,7 +112,7 @@ def split_unit(s: str) -> tuple[str, str | None]:
     if m is not None:
         phrase = m.group("u").strip()
         value = s[: m.start()].strip()
-        multiplier = any(w.lower() in MULTIPLIERS for w in phrase.split())
+        multiplier = any(w.lower() in _NEVER_UNITS for w in phrase.split())
         if re.fullmatch(r"[A-Za-z][A-Za-z .]*(?:/[A-Za-z]+)?", phrase) and value and not multiplier:
             return value, _unit_key(phrase, m.group("pow"))
         return s, None
@@ -116,7 +127,7 @@ def split_unit(s: str) -> tuple[str, str | None]:
         return s, None  # "\sqrt x" has no unit; "10\pi cm" has one
     lw = word.lower()
     glued = not m.group("sep")
-    if lw in MATH_WORDS or lw in MULTIPLIERS or (glued and not value[-1].isdigit()):
+    if lw in _NEVER_UNITS or (glued and not value[-1].isdigit()):
         return s, None
     if glued and lw not in GLUED_UNITS:
         return s, None
@@ -130,7 +141,8 @@ def split_unit(s: str) -> tuple[str, str | None]:
 
 
 _UNIT_TOKEN = re.compile(
-    r"(?P<space> ?)(?:\\(?:text|mbox|mathrm|textrm|textbf|textit|operatorname)\{[^{}0-9\\]*\}"
+    r"(?P<space> ?)(?:\\(?:text|mbox|mathrm|textrm|textbf|textit|operatorname)"
+    r"\{(?P<text>[^{}0-9\\]*)\}"
     r"|(?P<word>[A-Za-z]+)\.?)(?:\^\{?[23]\}?)?"
     r"| ?(?P<per>/)"
 )
@@ -145,7 +157,7 @@ _SHORT_UNITS = frozenset(_SHORT_UNITS_TEXT.split())
 
 def is_unit_suffix(rest: str) -> bool:
     """``rest`` (what follows a number) is only unit words such as ``cm``, ``\\text{ apples}``,
-    ``km/h``, ``m^2`` — never a variable (``5x``) or a math word (``5 pi``)."""
+    ``km/h``, ``cm^2`` — never a variable (``5x``) or a math word (``5 pi``)."""
     pos, words, after_per = 0, 0, False
     while pos < len(rest):
         m = _UNIT_TOKEN.match(rest, pos)
@@ -155,12 +167,14 @@ def is_unit_suffix(rest: str) -> bool:
         if m.group("per"):
             after_per = True
             continue
-        word = m.group("word")
+        text, word = m.group("text"), m.group("word")
+        if text is not None and set(text.lower().split()) & _MATH_NAMES:
+            return False  # "5\\text{ pi}" is 5π, not 5
         if word is not None:
             lw = word.lower()
             known = lw in _SHORT_UNITS or (after_per and len(lw) <= 3)  # km/h, m/s
             spaced_word = bool(m.group("space")) and len(lw) >= 3
-            if lw in MATH_WORDS or not (known or spaced_word):
+            if lw in _MATH_NAMES or not (known or spaced_word):
                 return False
         words += 1
         after_per = False
@@ -180,8 +194,9 @@ def percent_words(s: str) -> str:
 
 
 def units_differ(answer: str, reference: str) -> bool:
-    """Both have a unit and they differ: ``5 cm`` against ``5 m``, ``18 cents`` against
-    ``\\$18`` (a bare number is read in the reference's unit)."""
+    """Both have a unit and they differ: ``5 cm`` against ``5 km``, ``18 cents`` against ``18
+    dollars`` (``normalize.canonical`` spells ``\\$18`` so); a bare number is read in the
+    reference's unit."""
     unit, ref_unit = split_unit(answer)[1], split_unit(reference)[1]
     return unit is not None and ref_unit is not None and unit != ref_unit
 

@@ -46,6 +46,10 @@ NUMBER_WORD_VALUE = [
     pytest.param("", None, id="empty"),
     pytest.param("12", None, id="digits:12"),
     pytest.param("apples", None, id="not_a_number_word:apples"),
+    pytest.param("seventy-twelve", None, id="tens_then_teen:seventy-twelve"),
+    pytest.param("twenty-zero", None, id="tens_then_zero:twenty-zero"),
+    pytest.param("three thousand two thousand", None, id="scale_not_decreasing:two thousands"),
+    pytest.param("three million two thousand and twelve", 3002012, id="scales_decreasing"),
 ]
 
 
@@ -123,6 +127,8 @@ PARSE_NUMBER = [
     pytest.param("2 3/2", None, id="mixed_number_improper:2 3/2"),
     pytest.param("2\\frac{3}{2}", None, id="mixed_number_improper:2\\frac{3}{2}"),
     pytest.param("x = y = 12", None, id="chained_assignment:x = y = 12"),
+    pytest.param("5 sec", (Fraction(5), False), id="unit_also_math_word:5 sec"),
+    pytest.param("5\\text{ pi}", None, id="math_word_in_text:5\\text{ pi}"),
 ]
 
 

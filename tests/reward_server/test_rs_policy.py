@@ -76,6 +76,8 @@ WORD_PROBLEM = [
     pytest.param("18 apples", True, None, id="unit:18 apples"),
     pytest.param("5 cm", True, None, id="unit:5 cm"),
     pytest.param("18 seconds", True, None, id="unit_not_denominator:18 seconds"),
+    pytest.param("18 give or take", False, Reason.HEDGED_ANSWER, id="or_bound:18 give or take"),
+    pytest.param("18 or so", False, Reason.HEDGED_ANSWER, id="or_bound:18 or so"),
 ]
 
 

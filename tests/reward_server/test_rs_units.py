@@ -93,6 +93,13 @@ SPLIT_UNIT = [
     pytest.param("5 cubic meters", ("5", "m^3"), id="cubic_phrase:5 cubic meters"),
     # a percent stays in the value
     pytest.param("25\\%", ("25\\%", "%"), id="percent:25\\%"),
+    # a unit phrase of two words, a unit that is also a function's name, an "-es" plural
+    pytest.param("5 percentage points", ("5", "pp"), id="unit_phrase:5 percentage points"),
+    pytest.param("5\\text{ percentage points}", ("5", "pp"), id="unit_phrase:5\\text{ pp}"),
+    pytest.param("5 sec", ("5", "s"), id="unit_also_math_word:5 sec"),
+    pytest.param("30 deg", ("30", "deg"), id="unit_also_math_word:30 deg"),
+    pytest.param("5 boxes", ("5", "box"), id="plural_es:5 boxes"),
+    pytest.param("5 glasses", ("5", "glass"), id="plural_es:5 glasses"),
 ]
 
 
@@ -128,6 +135,8 @@ IS_UNIT_SUFFIX = [
     pytest.param(" \\text{3 cm}", False, id="digit_in_text: \\text{3 cm}"),
     pytest.param(" cm x", False, id="trailing_variable: cm x"),
     pytest.param("", False, id="empty"),
+    pytest.param(" sec", True, id="unit_also_math_word: sec"),
+    pytest.param(" \\text{ pi}", False, id="math_word_in_text: \\text{ pi}"),
 ]
 
 
@@ -180,6 +189,8 @@ UNITS_DIFFER = [
     pytest.param("5\\text{ sq cm}", "5 cm^2", False, id="square_spelling:sq cm|cm^2"),
     pytest.param("5 mi/h", "5 miles per hour", False, id="compound_alias:mi/h|miles per hour"),
     pytest.param("25\\%", "25\\%", False, id="same_percent:25\\%|25\\%"),
+    pytest.param("5 percentage points", "5 pp", False, id="unit_phrase_synonym:pp"),
+    pytest.param("5 boxes", "5 box", False, id="plural_es:boxes against box"),
 ]
 
 
