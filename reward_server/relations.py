@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 
 from reward_server.numbers import parse_number
 from reward_server.protocol import Reason
@@ -32,14 +33,6 @@ def split_top(s: str, sep: str) -> list[str]:
             start = i + 1
     parts.append(s[start:])
     return [p.strip() for p in parts]
-
-
-def equation_sides(s: str) -> list[str] | None:
-    """The sides of an equation with its leading variable dropped (``x = 12`` -> [``12``],
-    ``20 - 8 = 12`` -> [``20 - 8``, ``12``]); None when ``s`` has no top-level ``=``, or is a
-    list (``x=1, x=2``: its items are compared one by one)."""
-    split = split_equation(s)
-    return None if split is None else split[1]
 
 
 _COMMAND_OR_TEXT = re.compile(r"\\(?:text|mathrm|mbox|operatorname)\{[^{}]*\}|\\[A-Za-z]+")
@@ -142,20 +135,29 @@ def congruence(s: str) -> tuple[list[str], str | None] | None:
     return sides, modulus
 
 
-def congruence_value(sides: list[str], modulus: str | None) -> Reason | str | None:
+def congruence_value(
+    sides: list[str], modulus: str | None, integer: Callable[[str], int | None] | None = None
+) -> Reason | str | None:
     """What a congruence answers: without a modulus it is an equation (``13 \\equiv 12`` reads as
     ``13 = 12``); with one, its last side when every step holds modulo it and that side is the
     least residue (``2^{10} \\equiv 4 \\pmod 5`` answers 4; ``5 \\equiv 12 \\pmod 7`` answers
-    nothing: ``false_equation``). None: the steps are not plain integers, the symbolic check
-    decides."""
+    nothing: ``false_equation``). ``integer`` reads a side (default: an exact integer, in the
+    server process; the symbolic worker passes its own); None: a side is no integer to it."""
     if modulus is None:
         return " = ".join(sides)
-    values = [parse_number(side) for side in [*sides, modulus]]
-    if any(v is None or v[1] or v[0].denominator != 1 for v in values):
+    values = [(integer or _exact_integer)(side) for side in [*sides, modulus]]
+    if any(v is None for v in values):
         return None
-    *residues, n = (int(v[0]) for v in values if v is not None)
-    if n <= 0 or not 0 <= residues[-1] < n:
+    *residues, n = values
+    if n <= 0 or not 0 <= residues[-1] < n:  # type: ignore[operator]
         return Reason.FALSE_EQUATION
-    if any((a - b) % n for a, b in itertools.pairwise(residues)):
+    if any((a - b) % n for a, b in itertools.pairwise(residues)):  # type: ignore[operator]
         return Reason.FALSE_EQUATION
     return str(residues[-1])
+
+
+def _exact_integer(text: str) -> int | None:
+    value = parse_number(text)
+    if value is None or value[1] or value[0].denominator != 1:
+        return None
+    return int(value[0])

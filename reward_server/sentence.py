@@ -55,7 +55,7 @@ from reward_server.lexicon import (
 from reward_server.normalize import canonical
 from reward_server.numbers import number_word_value
 from reward_server.protocol import Reason
-from reward_server.relations import checked_steps, equation_sides
+from reward_server.relations import checked_steps, split_equation
 from reward_server.units import UNIT_NAMES, UNIT_WORDS, split_unit
 
 
@@ -627,9 +627,9 @@ def _false_step(text: str) -> bool:
     """A calculation in the working with a step between numbers that does not hold."""
     if "=" not in text:
         return False
-    sides = equation_sides(canonical(text))
-    return sides is not None and any(
-        fast_equivalent(a, b) is False for a, b in checked_steps(sides)
+    split = split_equation(canonical(text))
+    return split is not None and any(
+        fast_equivalent(a, b) is False for a, b in checked_steps(split[1])
     )
 
 

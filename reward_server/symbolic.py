@@ -12,7 +12,6 @@ forkserver imports and warms it once (``forkserver_init.py``) and every worker i
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 
 from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
@@ -38,7 +37,7 @@ from sympy.core.evalf import PrecisionExhausted
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
 from reward_server.protocol import Reason
-from reward_server.relations import checked_steps, congruence, equation_sides
+from reward_server.relations import checked_steps, congruence, congruence_value, split_equation
 from reward_server.units import strip_text_unit
 
 log = logging.getLogger(__name__)
@@ -210,8 +209,12 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
     """
     modular = congruence(answer)
     if modular is not None and modular[1] is not None:
-        return _congruence(*modular, reference)  # type: ignore[arg-type]
-    sides = equation_sides(answer) if "=" not in reference else None
+        residue = congruence_value(*modular, integer=_integer)
+        if residue is None or residue == Reason.FALSE_EQUATION:
+            return False, Reason.FALSE_EQUATION
+        return _one_symbolic(residue, reference)
+    split = split_equation(answer) if "=" not in reference else None
+    sides = split[1] if split is not None else None
     if sides is not None and len(sides) > 1 and all(sides):
         for left, right in checked_steps(sides):
             equal, reason = _one_symbolic(left, right)
@@ -221,22 +224,11 @@ def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
     return _one_symbolic(answer, reference)
 
 
-def _congruence(sides: list[str], modulus: str, reference: str) -> tuple[bool, str]:
-    """A congruence answers its last side when every step holds modulo the modulus and that
-    side is the least residue (the same rule as ``verify.decide`` for plain integers)."""
-    values = []
-    for text in [*sides, modulus]:
-        parsed = _parse_latex(text)
-        value = parsed[0].doit() if len(parsed) == 1 and isinstance(parsed[0], Expr) else None
-        if value is None or not value.is_Integer:
-            return False, Reason.FALSE_EQUATION
-        values.append(int(value))
-    *residues, n = values
-    if n <= 0 or not 0 <= residues[-1] < n:
-        return False, Reason.FALSE_EQUATION
-    if any((a - b) % n for a, b in itertools.pairwise(residues)):
-        return False, Reason.FALSE_EQUATION
-    return _one_symbolic(str(residues[-1]), reference)
+def _integer(text: str) -> int | None:
+    """The integer a side of a congruence evaluates to (``2^{10}``), or None."""
+    parsed = _parse_latex(text)
+    value = parsed[0].doit() if len(parsed) == 1 and isinstance(parsed[0], Expr) else None
+    return int(value) if value is not None and value.is_Integer else None
 
 
 def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from reward_server import relations
-from reward_server.compare import Verdict, fast_equivalent
+from reward_server.compare import Verdict, equal_values, fast_equivalent
 from reward_server.guard import bomb, complexity_violation
 from reward_server.normalize import canonical
 from reward_server.pool import PoolResult, VerifierPool
@@ -138,7 +138,7 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
     In order: the answer policy (a worded reference is compared as words instead); a
     congruence's residue; an equation against an equation (the sides, when both name the same
     quantity) or against a value (every step of a calculation holds, the last side is the
-    value); the units; the values (``compare.fast_equivalent``)."""
+    value); the units; the typed values (``compare.equal_values``)."""
     a, r = answer.text, reference.text
     if not a or not r:
         return Verdict(False, Reason.EMPTY_ANSWER if not a else Reason.NO_REFERENCE)
@@ -173,7 +173,9 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
         answer = statement(answer.sides[-1])
     if answer.unit is not None and reference.unit is not None and answer.unit != reference.unit:
         return Verdict(False, Reason.UNIT_MISMATCH)
-    decided = fast_equivalent(answer.value_text, reference.value_text)
+    if not answer.value.text or not reference.value.text:
+        return _verdict(False)
+    decided = equal_values(answer.value, reference.value)
     if decided is None:
         return answer.value_text, reference.value_text
     return _verdict(decided)

@@ -66,11 +66,6 @@ def test_split_equation(text: str, expected: tuple[str | None, list[str]] | None
     assert relations.split_equation(text) == expected
 
 
-@pytest.mark.parametrize(("text", "expected"), SPLIT_EQUATION)
-def test_equation_sides(text: str, expected: tuple[str | None, list[str]] | None) -> None:
-    assert relations.equation_sides(text) == (None if expected is None else expected[1])
-
-
 # (sides, the steps that must hold): consecutive sides without an unknown.
 CHECKED_STEPS = [
     pytest.param(["20 - 8", "12"], [("20 - 8", "12")], id="numeric_step:20 - 8 = 12"),
