@@ -151,6 +151,8 @@ def last_braced(text: str, command: str) -> str | None:
 
 
 _MATH_DELIMS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+# The LaTeX commands whose argument is text (every reader of the checker uses this one list).
+TEXT_COMMAND = r"\\(?:text(?:bf|it|rm|normal|sf)?|math(?:rm|bf|it)|mbox|operatorname|emph)"
 
 # What may stand between two boxes of one list of answers: "\boxed{2}, \boxed{3}",
 # "$\boxed{2}$ and $\boxed{3}$", "\boxed{3} \text{ or } \boxed{4}", and LaTeX's spacing and line

@@ -10,7 +10,7 @@ import functools
 import re
 
 from reward_server import notation
-from reward_server.extract import unwrap_math
+from reward_server.extract import TEXT_COMMAND, unwrap_math
 from reward_server.units import percent_words
 
 # "The final answer is", "Answer:", and the "####" of GSM8K or a markdown heading before it.
@@ -28,8 +28,8 @@ _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degrees?(?![A-Za-z])")
 _DEGREES_OF_NUMBER = re.compile(r"(?<=\d)\s*(?:" + _DEGREES.pattern + r")")
 _CURRENCY = re.compile(r"^(?P<sign>-?)\s*\\?\$\s*(?P<number>-?(?:\d[\d,]*(?:\.\d+)?|\.\d+))$")
 # "\text{5 apples}": a number written inside a text command is still the number.
-_NUMBER_IN_TEXT = re.compile(r"\\(?:text|mbox|textrm|mathrm)\{\s*(-?\d[\d,.]*(?:\s+[A-Za-z ]+)?)\}")
-_EMPTY_TEXT = re.compile(r"\\(?:text|mbox|mathrm)\{\s*\}")
+_NUMBER_IN_TEXT = re.compile(TEXT_COMMAND + r"\{\s*(-?\d[\d,.]*(?:\s+[A-Za-z ]+)?)\}")
+_EMPTY_TEXT = re.compile(TEXT_COMMAND + r"\{\s*\}")
 
 
 def _squeeze_spaces(s: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from reward_server.extract import TEXT_COMMAND
 from reward_server.lexicon import (
     APPROXIMATE,
     APPROXIMATE_PAIRS,
@@ -36,10 +37,7 @@ from reward_server.protocol import Reason
 _OPERATION_AFTER_VALUE = re.compile(
     r"(?:\d|\})\s*(?:\\text\{\s*)?(?!hundred)[A-Za-z]{3,}ed\s*\}?\s*$", re.IGNORECASE
 )
-_TEXT_ARG = re.compile(
-    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|mathrm|mathbf|mathit|mbox|operatorname)"
-    r"\{([^{}]*)\}"
-)
+_TEXT_ARG = re.compile(TEXT_COMMAND + r"\{([^{}]*)\}")
 _BARE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 
 

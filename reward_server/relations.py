@@ -11,6 +11,7 @@ import itertools
 import re
 from collections.abc import Callable
 
+from reward_server.extract import TEXT_COMMAND
 from reward_server.numbers import parse_number
 from reward_server.protocol import Reason
 from reward_server.units import split_unit
@@ -35,7 +36,7 @@ def split_top(s: str, sep: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
-_COMMAND_OR_TEXT = re.compile(r"\\(?:text|mathrm|mbox|operatorname)\{[^{}]*\}|\\[A-Za-z]+")
+_COMMAND_OR_TEXT = re.compile(TEXT_COMMAND + r"\{[^{}]*\}|\\[A-Za-z]+")
 
 
 def checked_steps(sides: list[str]) -> list[tuple[str, str]]:

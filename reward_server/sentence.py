@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from reward_server import notation, policy
 from reward_server.compare import fast_equivalent
+from reward_server.extract import TEXT_COMMAND
 from reward_server.lexicon import (
     ADJECTIVES,
     ANSWER_WORDS,
@@ -72,9 +73,7 @@ class Reading:
 _VALUE_COMMANDS = re.compile(r"\\(?:pi|sqrt|d?frac|tfrac|infty|emptyset|varnothing)(?![A-Za-z])")
 _OPERATORS = re.compile(r"[+\-*/^=<>|,]|\\(?:times|cdot|div|le|ge|ne|lt|gt|in|cup|pm)(?![A-Za-z])")
 _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*")
-_TEXT_COMMAND = re.compile(
-    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|mbox|emph)\s*\{([^{}]*)\}"
-)
+_TEXT_COMMAND = re.compile(TEXT_COMMAND + r"\s*\{([^{}]*)\}")
 _MARKDOWN = re.compile(r"\*\*|__|(?<![\w*\\])\*(?=\S)|(?<=\S)\*(?![\w*])|^#+\s*|`")
 # "3-5 hours": a range of two numbers is a hedge, never a subtraction.
 _RANGE = re.compile(r"^\$?\d+(?:\.\d+)?(?:-|\u2013|\u2014)\$?\d+(?:\.\d+)?%?$")

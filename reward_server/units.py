@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from reward_server.extract import TEXT_COMMAND
 from reward_server.lexicon import MATH_WORDS, MULTIPLIERS
 
 _UNIT_SYNONYMS = {
@@ -62,9 +63,7 @@ _NEVER_UNITS = _MATH_NAMES | MULTIPLIERS - UNIT_NAMES.keys()
 
 _POWER = r"(?:\^\s*\{?\s*(?P<pow>[23])\s*\}?)?"
 _TRAILING_TEXT_UNIT = re.compile(
-    r"(?P<sep>\s*)\\(?:text|textbf|textit|textrm|textnormal|mathrm|mbox)\{(?P<u>[^{}]*)\}"
-    + _POWER
-    + r"$"
+    r"(?P<sep>\s*)" + TEXT_COMMAND + r"\{(?P<u>[^{}]*)\}" + _POWER + r"$"
 )
 _TRAILING_WORD = re.compile(r"(?P<sep>\s*)(?P<u>[A-Za-z]+(?:/[A-Za-z]+)?)" + _POWER + r"$")
 _PER_PHRASE = re.compile(r"\s(?P<u>[A-Za-z]{2,} per [A-Za-z]{2,})$")
@@ -141,8 +140,7 @@ def split_unit(s: str) -> tuple[str, str | None]:
 
 
 _UNIT_TOKEN = re.compile(
-    r"(?P<space> ?)(?:\\(?:text|mbox|mathrm|textrm|textbf|textit|operatorname)"
-    r"\{(?P<text>[^{}0-9\\]*)\}"
+    r"(?P<space> ?)(?:" + TEXT_COMMAND + r"\{(?P<text>[^{}0-9\\]*)\}"
     r"|(?P<word>[A-Za-z]+)\.?)(?:\^\{?[23]\}?)?"
     r"| ?(?P<per>/)"
 )
@@ -202,7 +200,7 @@ def units_differ(answer: str, reference: str) -> bool:
 
 
 # A trailing unit written as text, for the symbolic parser: "4\sqrt{3}\text{ cm}^2".
-_TEXT_UNIT_AT_END = re.compile(r"(?<=\S)\s*\\(?:text|mbox|mathrm)\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$")
+_TEXT_UNIT_AT_END = re.compile(r"(?<=\S)\s*" + TEXT_COMMAND + r"\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$")
 
 
 def strip_text_unit(text: str) -> str:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from reward_server.extract import TEXT_COMMAND
 from reward_server.normalize import canonical
 from reward_server.numbers import parse_number
 from reward_server.relations import split_top
@@ -109,7 +110,7 @@ def parse_structure(s: str) -> tuple[str, list[str]] | None:
     return ("list", items) if len(items) > 1 else None
 
 
-_TEXT_CMDS = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\{([^{}]*)\}")
+_TEXT_CMDS = re.compile(TEXT_COMMAND + r"\{([^{}]*)\}")
 _WORDS = re.compile(r"[a-z]+(?:[ '\-][a-z]+)*")
 
 
@@ -128,7 +129,7 @@ _CHOICE = re.compile(r"\(?([A-Ea-e])\)?")
 def choice_letters(s: str) -> frozenset[str] | None:
     """The multiple-choice letters of ``B, D``, ``\\text{(D), (B)}``, ``(B) and (D)`` or ``BD``
     (A–E, any order and wrapping), else None."""
-    t = re.sub(r"\\text(?:bf|it|rm)?\{([^{}]*)\}", r"\1", s).strip()
+    t = _TEXT_CMDS.sub(r"\1", s).strip()
     if re.fullmatch(r"[A-E]{2,5}", t):
         return frozenset(t) if len(set(t)) == len(t) else None
     tokens = [x for x in re.split(r"\s*(?:,|\band\b|\s)\s*", t) if x]
