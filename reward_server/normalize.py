@@ -63,8 +63,8 @@ def _braced_frac(m: re.Match[str]) -> str:
 # "2(5)" is 2·5. The LaTeX parser reads a number before a bracket as a sum (2(5) -> 7), so the
 # product is written out: "2(5)", "(2)(5)" and "3(x+1)" become products.
 _JUXTAPOSED = re.compile(
-    r"(?:(?<=[\d)])|(?<=\\pi))\s*\((?!\s*[,)]|\s*(?:\\[a-z]+\{)?\s*\\?[bp]?mod\b)"
-)  # never "3 (\text{mod } 7)"
+    r"(?:(?<=[\d)])|(?<=\\pi))\s*\((?!\s*[,)]|\s*(?:\\[a-z]+\{)?\s*\\?[bp]?mod(?![A-Za-z]))"
+)  # never "3 (\text{mod } 7)", "3 (mod 7)" (also once squeezed to "(mod7)")
 # A digit that is a function's exponent or base applies the function to the bracket after it:
 # "\tan^2(x)" is (tan x)^2 and "\log_2(8)" is 3, never products.
 _FUNCTION_INDEX = re.compile(
@@ -73,9 +73,15 @@ _FUNCTION_INDEX = re.compile(
 )
 
 
+# A part label before a bracket labels it: "(a)(1,2), (b)5" (``notation.labelled_parts``).
+_PART_LABEL_BEFORE = re.compile(r"(?:^|, )\((?:[a-h]|[iv]+)\)$")
+
+
 def _times_bracket(m: re.Match[str]) -> str:
     before = m.string[max(0, m.start() - 40) : m.start()]
-    return m.group() if _FUNCTION_INDEX.search(before) else "\\cdot("
+    if _FUNCTION_INDEX.search(before) or _PART_LABEL_BEFORE.search(m.string[: m.start()]):
+        return m.group()
+    return "\\cdot("
 
 
 _EMPTY_SET = re.compile(r"\\(?:varnothing|emptyset)(?![A-Za-z])|\\\{\s*\\\}")

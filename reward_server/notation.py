@@ -354,7 +354,7 @@ def backwards_equation(s: str) -> str:
         return s
     left, right = (p.strip() for p in s.split("="))
     if VARIABLE.fullmatch(right) and not VARIABLE.fullmatch(left) and left:
-        return f"{right} = {left}"
+        return f"{right}={left}"  # spelt as canonical() spells "y = 12"
     return s
 
 

@@ -72,7 +72,9 @@ def statement(text: str) -> Statement:
     """The ``Statement`` of a canonical answer."""
     split = relations.split_equation(text)
     sides = tuple(split[1]) if split is not None else None
-    value_text, unit = split_unit(text)
+    words = text_form(text)
+    # A worded answer has no unit: "no solution" is not "no" in solutions.
+    value_text, unit = (text, None) if words is not None else split_unit(text)
     return Statement(
         text=text,
         value=read_value(canonical(value_text)),
@@ -82,5 +84,5 @@ def statement(text: str) -> Statement:
         label=split[0] if split is not None else None,
         congruence=relations.congruence(text),
         refusal=policy.word_problem(text, numeric=parse_number(text) is not None),
-        words=text_form(text),
+        words=words,
     )

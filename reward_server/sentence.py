@@ -235,18 +235,25 @@ def _runs(tokens: list[_Token]) -> list[_Run]:
             and tokens[i - 1].kind == "math"
             and (not tokens[i - 1].stop or (tokens[i - 1].stop == "," and depth > 0))
         )
-        if tok.kind == "num":
-            previous = tokens[i - 1] if i else None
-            if (
-                runs
-                and runs[-1].last == i - 1
-                and previous
-                and previous.kind == "num"
-                and not previous.stop
-            ):
-                runs[-1].text += " " + tok.text  # "twenty five": one number
+        previous = tokens[i - 1] if i else None
+        in_number = (
+            runs
+            and runs[-1].last == i - 1
+            and tokens[runs[-1].first].kind == "num"
+            and previous is not None
+            and not previous.stop
+        )
+        if in_number and tok.kind != "math":
+            # "twenty five", "one hundred and twelve", "three thousand": one number
+            following = (
+                tokens[i + 1].text if tok.text.lower() == "and" and i + 1 < len(tokens) else ""
+            )
+            extended = f"{runs[-1].text} {tok.text} {following}".strip()
+            if number_word_value(extended) is not None:
+                runs[-1].text = f"{runs[-1].text} {tok.text}"
                 runs[-1].last = i
                 continue
+        if tok.kind == "num":
             runs.append(_Run(tok.text, i, i, True))
             depth = 0
             continue

@@ -123,7 +123,7 @@ def text_form(s: str) -> str | None:
     return t if _WORDS.fullmatch(t) else None
 
 
-_CHOICE = re.compile(r"\(?([A-Ea-e])\)?")
+_CHOICE = re.compile(r"\(([A-Ea-e])\)|([A-Ea-e])")  # "(B)" or "B", never "(b, a)"
 
 
 def choice_letters(s: str) -> frozenset[str] | None:
@@ -133,7 +133,7 @@ def choice_letters(s: str) -> frozenset[str] | None:
     if re.fullmatch(r"[A-E]{2,5}", t):
         return frozenset(t) if len(set(t)) == len(t) else None
     tokens = [x for x in re.split(r"\s*(?:,|\band\b|\s)\s*", t) if x]
-    letters = [m.group(1).upper() for x in tokens if (m := _CHOICE.fullmatch(x))]
+    letters = [(m.group(1) or m.group(2)).upper() for x in tokens if (m := _CHOICE.fullmatch(x))]
     if not tokens or len(letters) != len(tokens) or len(set(letters)) != len(letters):
         return None
     return frozenset(letters)

@@ -988,3 +988,20 @@ PAIRS += [
         ],
     ),
 ]
+
+# --------------------------------------------------------------- found by the modules' tests
+PAIRS += [
+    *_group(
+        "module_rules",
+        [
+            ("x \\equiv 3 (mod 7)", "3", Y, "normalize: (mod 7) is a modulus, not a product"),
+            ("(a) (1,2) (b) 5", "(1,2), 5", Y, "normalize: a part label before a bracket"),
+            ("(b, a)", "(a, b)", N, "values: a tuple of letters is ordered, not choices"),
+            ("The answer is one hundred and twelve.", "112", Y, "sentence: one compound number"),
+            ("5 percentage points", "5 pp", Y, "units: a two-word unit name"),
+            ("5 sec", "5", Y, "units: a unit that is also a function's name"),
+            ("seventy-twelve", "82", N, "numbers: no number in words"),
+            ("18 give or take", "18", N, "policy: a bound after 'or'"),
+        ],
+    ),
+]

@@ -111,6 +111,8 @@ FAST_EQUIVALENT = [
         False,
         id="depth_limit:a shallow difference still decides",
     ),
+    pytest.param("(b, a)", "(a, b)", False, id="letters_tuple_ordered:(b, a)|(a, b)"),
+    pytest.param("B, D", "D, B", True, id="choice_unordered:B, D|D, B"),
 ]
 
 

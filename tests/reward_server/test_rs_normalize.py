@@ -151,11 +151,16 @@ CANONICAL = [
     pytest.param("x \\ge 0", "[0, \\infty)", id="inequality_interval:x \\ge 0"),
     pytest.param("\\pm 2", "2, -2", id="plus_minus:\\pm 2"),
     pytest.param("1 \\pm \\sqrt{2}", "1+\\sqrt{2}, 1-\\sqrt{2}", id="plus_minus:1 \\pm \\sqrt{2}"),
-    pytest.param("12 = y", "y = 12", id="backwards_equation:12 = y"),
+    pytest.param("12 = y", "y=12", id="backwards_equation:12 = y"),
     pytest.param(
         "\\begin{pmatrix}1\\\\2\\end{pmatrix}", "(1, 2)", id="environment_column_vector:pmatrix"
     ),
     pytest.param("\\begin{cases}x=1\\\\y=2\\end{cases}", "x=1, y=2", id="environment_system:cases"),
+    # "(mod 7)" after a value is a modulus, also once its space is squeezed out
+    pytest.param("x \\equiv 3 (mod 7)", "x\\equiv3(mod7)", id="no_product_before_mod:(mod 7)"),
+    pytest.param("x \\equiv 3 (\\bmod 7)", "x\\equiv3(\\bmod7)", id="no_product_before_mod:bmod"),
+    # a part label before a bracket labels it
+    pytest.param("(a) (1,2) (b) 5", "(a)(1,2), (b)5", id="labelled_parts_bracket:(a) (1,2)"),
 ]
 
 
@@ -172,6 +177,7 @@ IDEMPOTENT = [
     pytest.param("90^\\circ", id="idempotent:degrees"),
     pytest.param("x = 1; x = -2", id="idempotent:semicolon roots"),
     pytest.param("28 percent", id="idempotent:percent word"),
+    pytest.param("12 = y", id="idempotent:backwards equation"),
 ]
 
 

@@ -257,10 +257,10 @@ def test_trig_degrees(text: str, expected: str) -> None:
 
 # (equation, written as an assignment when a value is equated to a variable).
 BACKWARDS_EQUATION = [
-    pytest.param("12 = y", "y = 12", id="backwards:12 = y"),
-    pytest.param("12 = f(x)", "f(x) = 12", id="backwards_function:12 = f(x)"),
-    pytest.param("12 = \\theta", "\\theta = 12", id="backwards_greek:12 = \\theta"),
-    pytest.param("2x + 1 = y", "y = 2x + 1", id="backwards_expression:2x + 1 = y"),
+    pytest.param("12 = y", "y=12", id="backwards:12 = y"),
+    pytest.param("12 = f(x)", "f(x)=12", id="backwards_function:12 = f(x)"),
+    pytest.param("12 = \\theta", "\\theta=12", id="backwards_greek:12 = \\theta"),
+    pytest.param("2x + 1 = y", "y=2x + 1", id="backwards_expression:2x + 1 = y"),
     pytest.param("y = 12", "y = 12", id="forwards_kept:y = 12"),
     pytest.param("a = b", "a = b", id="both_variables_kept:a = b"),
     pytest.param("1 = 2", "1 = 2", id="no_variable_kept:1 = 2"),

@@ -280,6 +280,17 @@ def test_words_field(text: str, expected: str | None) -> None:
     assert read.words == expected
 
 
+def test_a_worded_answer_has_no_unit() -> None:
+    # its last word is part of the words, not a unit ("no solution" is not "no" solutions)
+    read = read_statement("no solution", reference=True)
+    assert isinstance(read, Statement)
+    assert (read.value, read.unit, read.value_text) == (
+        Words("no solution", "no solution"),
+        None,
+        "no solution",
+    )
+
+
 def test_words_value_of_a_letter() -> None:
     # a bracketed letter is read as the letter's word, also as the value
     read = read_statement("(C)")

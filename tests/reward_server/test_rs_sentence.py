@@ -348,6 +348,13 @@ READ = [
     pytest.param("She needs 3 more bags.", _value("3"), id="unit_never_function_word:3 more"),
     # no value at all
     pytest.param("He is the answer.", _refused(Reason.PROSE_IN_ANSWER), id="no_value:prose"),
+    # a compound number in words is one number
+    pytest.param(
+        "The answer is one hundred and twelve.",
+        _value("112"),
+        id="number_words:one hundred and twelve",
+    ),
+    pytest.param("He paid five thousand dollars.", _value("5000 dollars"), id="number_words:scale"),
 ]
 
 

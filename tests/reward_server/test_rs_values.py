@@ -103,6 +103,8 @@ READ_VALUE = [
     pytest.param("\\sqrt{2}", Expression("\\sqrt{2}"), id="expression:\\sqrt{2}"),
     pytest.param("\\emptyset", Expression("\\emptyset"), id="expression:\\emptyset"),
     pytest.param("1011_2", Expression("1011_2"), id="expression_base_numeral:1011_2"),
+    # a bracketed tuple of letters is a tuple, never choice letters ("(b, a)" is ordered)
+    pytest.param("(b, a)", Group("(b, a)", "()", ("b", "a")), id="letters_tuple:(b, a)"),
 ]
 
 
