@@ -1,7 +1,7 @@
-"""Answer equivalence: exact normalisers first, then math-verify in a killable process pool.
-
-The exact rules live in ``normalize.py`` (server process), the symbolic check in
-``symbolic.py`` (worker processes); this module joins them with a cache and single-flight.
+"""Answer equivalence: the cost guard, then each answer read once (``reading.py``), decided
+(``decide``) with the exact comparisons (``compare.py``, server process), and what they leave
+to math-verify in a killable process pool (``symbolic.py``, worker processes); the verifier
+joins them with a cache and single-flight.
 """
 
 from __future__ import annotations
