@@ -74,7 +74,7 @@ _FUNCTION_INDEX = re.compile(
 
 
 # A part label before a bracket labels it: "(a)(1,2), (b)5" (``notation.labelled_parts``).
-_PART_LABEL_BEFORE = re.compile(r"(?:^|, )\((?:[a-h]|[iv]+)\)$")
+_PART_LABEL_BEFORE = re.compile(r"(?:^|, )" + notation.CANONICAL_PART_LABEL + "$")
 
 
 def _times_bracket(m: re.Match[str]) -> str:

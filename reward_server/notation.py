@@ -394,6 +394,8 @@ def assignment_groups(s: str) -> str:
 
 
 _PART = re.compile(rf"(?:^|(?<=[\s,;]))\s*{PART_LABEL}\s*")
+# The one spelling ``labelled_parts`` writes a label in: "(a)", "(ii)", glued to its value.
+CANONICAL_PART_LABEL = r"\((?:[a-h]|[iv]+)\)"
 _SEQUENCES = ("abcdefgh", ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"))
 
 

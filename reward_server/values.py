@@ -18,6 +18,7 @@ from fractions import Fraction
 
 from reward_server.extract import TEXT_COMMAND
 from reward_server.normalize import canonical
+from reward_server.notation import CANONICAL_PART_LABEL
 from reward_server.numbers import parse_number
 from reward_server.relations import split_top
 
@@ -84,7 +85,7 @@ def read_value(text: str) -> Value:
     return Expression(text)
 
 
-_PART = re.compile(r"\((?:[a-h]|[iv]+)\)(?=\S)")
+_PART = re.compile(CANONICAL_PART_LABEL + r"(?=\S)")
 
 
 def _closes_at_end(s: str) -> bool:
