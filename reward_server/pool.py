@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 Target = Callable[[str, str], tuple[bool, str]]
 
 _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a loaded machine
+# Tries of each worker's first start: a forkserver left dying by the pool before (its thread
+# gone) fails one start, and the next runs a new one; a worker that cannot start at all (a
+# broken install) still stops the server at start-up.
+_START_ATTEMPTS = 3
 # Most runs of one check whose workers keep dying under it (it also stops once its runs have
 # taken the timeout in all): an answer that does crash workers costs a few restarts, then
 # scores 0 as ``worker_error``.
@@ -236,7 +240,8 @@ class VerifierPool:
         # (seconds waiting for a free worker, seconds in the worker, CPU seconds the worker
         # used) of every finished check
         self._on_timing = on_timing or (lambda queued, busy, cpu: None)
-        # live worker processes after every start or kill (a gauge: full size means recovered)
+        # live worker processes after every start or kill (a gauge: full size means recovered);
+        # called under the pool's lock, so it must be quick and never call back into the pool
         self._on_size = on_size or (lambda n: None)
         # a check is run again because its worker died under it
         self._on_rerun = on_rerun or (lambda: None)
@@ -262,13 +267,19 @@ class VerifierPool:
             daemon=True,
             name="gtpo-rs-verify",
         )
-        proc.start()
+        try:
+            proc.start()
+        except (OSError, EOFError) as exc:
+            # The forkserver died before it forked this worker (killed, or out of memory): the
+            # next start runs a new one, so the caller retries (a RuntimeError, as below).
+            parent.close()
+            child.close()
+            raise RuntimeError(f"verification worker did not start: {exc!r}") from exc
         child.close()
         with self._procs_lock:
             self._procs.add(proc)
             closed = self._closed
-            live = len(self._procs)
-        self._on_size(live)
+            self._on_size(len(self._procs))  # under the lock: see _kill
         try:
             if closed or not parent.poll(_STARTUP_TIMEOUT_S):
                 raise RuntimeError("pool closed or start-up too slow")
@@ -284,14 +295,15 @@ class VerifierPool:
         proc.join(5)
         with self._procs_lock:
             self._procs.discard(proc)
-            live = len(self._procs)
-        self._on_size(live)
+            # Reported while counted: workers start and die in several threads at once (all of
+            # them after the forkserver dies), and a count reported after the lock could arrive
+            # after a newer one and leave the gauge short of a pool that is whole.
+            self._on_size(len(self._procs))
         if conn is not None:
             conn.close()
 
     async def start(self) -> None:
         """Start every worker (in parallel threads) and the dispatch tasks."""
-        loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         if self._ctx.get_start_method() == "forkserver":
             # Start the forkserver from this (the loop's) thread, not from an executor thread:
@@ -300,7 +312,7 @@ class VerifierPool:
 
             forkserver.ensure_running()
         workers = await asyncio.gather(
-            *(loop.run_in_executor(None, self._spawn) for _ in range(self._size))
+            *(self._start_worker(attempts=_START_ATTEMPTS) for _ in range(self._size))
         )
         self._slots = [asyncio.create_task(self._run_slot(w)) for w in workers]
         self.ready = True
@@ -481,11 +493,19 @@ class VerifierPool:
             log.warning("verification worker pid %s replaced: %s", worker.process.pid, reason)
         self._on_restart(reason)
         await loop.run_in_executor(None, self._kill, worker.process, worker.conn)
-        while True:
+        return await self._start_worker()
+
+    async def _start_worker(self, attempts: int | None = None) -> _Worker:
+        """A new worker, its start tried again 1 s after a failure (the forkserver may have
+        died under it; the next start runs a new one) up to ``attempts`` times in all, or until
+        the pool closes when ``attempts`` is None."""
+        loop = asyncio.get_running_loop()
+        for attempt in itertools.count(1):
             try:
                 return await loop.run_in_executor(None, self._spawn)
             except RuntimeError:
-                if self._closed:
+                if self._closed or attempt == attempts:
                     raise
                 log.exception("could not start a verification worker; retrying")
                 await asyncio.sleep(1.0)
+        raise AssertionError("unreachable")

@@ -393,6 +393,7 @@ class LoadReport:
     workers_after: int = 0  # live workers (by /proc) at the end of the faults
     workers_gauge_after: float = 0.0  # gtpo_rs_verify_workers at the end of the faults
     recovery_s: float = 0.0  # from the last kill (the forkserver's) to a full pool
+    recovery_seen: tuple[int, float] = (0, 0.0)  # (live workers, gauge) when that wait ended
     latency_ms: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # p50, p99, n
     memory: list[tuple[float, int, int, int]] = field(default_factory=list)  # t, done, srv, all
     examples: list[str] = field(default_factory=list)  # the first few failures, for the message
@@ -555,7 +556,7 @@ def run_load(
             report.forkserver_kills += 1
         last_kill = time.perf_counter()
         phase = "hangs"
-        await pool_whole()
+        report.recovery_seen = await pool_whole()
         report.recovery_s = time.perf_counter() - last_kill
         progress(f"kills end at {done} completions; pool whole {report.recovery_s:.2f} s after")
         while done < 2 * n // 3:

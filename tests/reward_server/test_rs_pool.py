@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from deadline_harness import paced_check  # tests/reward_server/, on sys.path (conftest.py)
-from reliability_harness import HANG
+from reliability_harness import HANG, forkserver_pid
 
 from reward_server.metrics import Metrics
 from reward_server.pool import VerifierPool
@@ -21,8 +24,12 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # A zombie still answers kill(0); it has exited all the same.
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
+    return _state(pid) != "Z"
+
+
+def _state(pid: int) -> str:
+    """The process's state letter in /proc (R running, S sleeping, T stopped, Z zombie)."""
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
 
 
 def _pool(**kw) -> VerifierPool:
@@ -211,6 +218,77 @@ def test_an_idle_worker_killed_from_outside_is_replaced_at_once() -> None:
         assert restarts == ["worker_error"] and reruns == []
         # The live-worker count: 1, 2 at start; 1 then 2 again after the kill; 0 after close.
         assert sizes[:4] == [1, 2, 1, 2] and sizes[-1] == 0, sizes
+
+    asyncio.run(main())
+
+
+def test_the_size_gauge_ends_at_the_live_count_when_workers_start_together() -> None:
+    """After the forkserver dies every worker is replaced at once, from several threads. The
+    gauge must end at the number of live workers whatever order those threads report in: one
+    reporting a stale count last left the gauge short of a whole pool (the reliability suite
+    then waited for full size in vain)."""
+    sizes: list[int] = []
+    first_report = threading.Event()
+
+    def on_size(live: int) -> None:
+        if not first_report.is_set():
+            first_report.set()
+            time.sleep(0.3)  # the first thread to count is the last to report, unless serialised
+        sizes.append(live)
+
+    pool = _pool(size=2, on_size=on_size)
+    threads = [threading.Thread(target=pool._spawn) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(pool._procs) == 2
+        assert sizes[-1] == 2, sizes
+    finally:
+        asyncio.run(pool.close())
+
+
+def test_a_forkserver_that_dies_while_starting_a_worker_is_started_again() -> None:
+    """Workers are forked by the multiprocessing forkserver. One that dies while a slot waits
+    on it for a new worker (killed, as the reliability suite does under load) made that start
+    raise EOFError, which the slot did not retry: the slot ended and the pool stayed one worker
+    short for good. Here the forkserver is stopped the moment a recycled worker is gone, so the
+    slot's start of its replacement waits on it, and then killed, so that start fails."""
+    stop_forkserver_at_next_drop: list[int] = []  # the forkserver's pid, once armed
+
+    def on_size(live: int) -> None:
+        if live == 1 and stop_forkserver_at_next_drop:
+            os.kill(stop_forkserver_at_next_drop.pop(), signal.SIGSTOP)
+
+    async def main() -> None:
+        pool = _pool(size=2, max_tasks=1, on_size=on_size)
+        await pool.start()
+        try:
+            server = forkserver_pid(os.getpid())
+            assert server is not None
+            stop_forkserver_at_next_drop.append(server)
+            # The worker answers, is recycled, and its slot asks the stopped forkserver for a
+            # replacement.
+            assert (await pool.run("\\frac{2}{4}", "0.5")).equal
+            for _ in range(100):
+                if not stop_forkserver_at_next_drop:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
+            assert _state(server) == "T"  # stopped, with a start waiting on it
+            os.kill(server, signal.SIGKILL)  # the other worker dies with it (its death signal)
+            for _ in range(200):
+                live = [p for p in pool._procs if _alive(p.pid)]
+                if len(live) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert len([p for p in pool._procs if _alive(p.pid)]) == 2
+            assert all(not slot.done() for slot in pool._slots), "a dispatch slot ended"
+            results = [await pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 8)]
+            assert all(r.equal for r in results), results
+        finally:
+            await pool.close()
 
     asyncio.run(main())
 
