@@ -314,7 +314,8 @@ class VerifierPool:
         workers = await asyncio.gather(
             *(self._start_worker(attempts=_START_ATTEMPTS) for _ in range(self._size))
         )
-        self._slots = [asyncio.create_task(self._run_slot(w)) for w in workers]
+        for worker in workers:
+            self._start_slot(worker)
         self.ready = True
         log.info("verification pool ready: %d workers", self._size)
 
@@ -373,8 +374,25 @@ class VerifierPool:
                 )
             return fut.result()
 
-    async def _run_slot(self, worker: _Worker) -> None:
+    def _start_slot(self, worker: _Worker | None) -> None:
+        """Dispatch checks to ``worker`` (a new one when None) until the pool closes."""
+        task = asyncio.create_task(self._run_slot(worker))
+        task.add_done_callback(self._slot_ended)
+        self._slots = [t for t in self._slots if not t.done()] + [task]
+
+    def _slot_ended(self, task: asyncio.Task[None]) -> None:
+        """A slot ends only when the pool closes. One that fails (a defect: every loss of a
+        worker is handled inside it) is logged and another takes its place, so that the pool
+        stays whole instead of serving with one worker fewer for the rest of its life."""
+        if self._closed or task.cancelled() or task.exception() is None:
+            return
+        log.error("a verification slot failed; another takes its place", exc_info=task.exception())
+        self._start_slot(None)
+
+    async def _run_slot(self, worker: _Worker | None) -> None:
         assert self._queue is not None
+        if worker is None:
+            worker = await self._start_worker()
         try:
             while True:
                 job = await self._next_job(worker)

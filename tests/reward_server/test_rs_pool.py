@@ -293,6 +293,44 @@ def test_a_forkserver_that_dies_while_starting_a_worker_is_started_again() -> No
     asyncio.run(main())
 
 
+def test_a_slot_that_fails_is_logged_and_replaced(caplog: pytest.LogCaptureFixture) -> None:
+    """Every loss of a worker is handled inside its dispatch slot; an error that escapes one
+    anyway (a defect, here injected into one check) must not leave the pool a worker short for
+    the rest of its life, silently."""
+
+    async def main() -> None:
+        pool = _pool(size=2)
+        await pool.start()
+        real_check = pool._check
+        failures = iter([RuntimeError("a defect in dispatch")])
+
+        async def failing_once(worker, job):
+            for exc in failures:
+                raise exc
+            return await real_check(worker, job)
+
+        pool._check = failing_once
+        try:
+            first = await pool.run("\\frac{2}{4}", "0.5")
+            assert (first.equal, first.reason) == (False, "worker_error")  # its caller answered
+            for _ in range(200):
+                if len([p for p in pool._procs if _alive(p.pid)]) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert len([p for p in pool._procs if _alive(p.pid)]) == 2
+            assert sum(not slot.done() for slot in pool._slots) == 2
+            results = await asyncio.gather(
+                *(pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 10))
+            )
+            assert all(r.equal for r in results), results
+        finally:
+            await pool.close()
+
+    with caplog.at_level("ERROR", logger="reward_server.pool"):
+        asyncio.run(main())
+    assert "a verification slot failed" in caplog.text and "a defect in dispatch" in caplog.text
+
+
 def test_a_busy_worker_killed_runs_the_check_again_within_the_wall_net() -> None:
     """A worker killed in the middle of a check: the check runs again on the replacement. An
     answer whose every run loses its worker gets no more time than the wall-clock net in all,
