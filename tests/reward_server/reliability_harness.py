@@ -517,12 +517,13 @@ def run_load(
                 fail(f"item {i}: no answer ({exc!r})")
             done += 1
 
-    async def pool_whole() -> tuple[int, float]:
+    async def pool_whole(dead: frozenset[int] = frozenset()) -> tuple[int, float]:
         """Wait (up to 30 s) until the pool is back to full size, seen from outside and by
-        /metrics; returns (live workers, gauge) as last seen."""
+        /metrics, not counting the workers in ``dead`` (killed, maybe not gone yet); returns
+        (live workers, gauge) as last seen."""
         deadline = time.perf_counter() + 30
         while True:
-            live = len(verification_workers(server_pid))
+            live = len(set(verification_workers(server_pid)) - dead)
             gauge = (await asyncio.to_thread(scrape, url)).get("gtpo_rs_verify_workers", 0)
             if (live == gauge == verify_workers) or time.perf_counter() > deadline:
                 return live, gauge
@@ -551,12 +552,15 @@ def run_load(
             pid = forkserver_pid(server_pid)
             if pid is None:
                 await asyncio.sleep(0.01)
+        # The workers alive now die with the forkserver, a moment after it: until then they
+        # would make the pool look whole.
+        dying = frozenset(verification_workers(server_pid)) if pid is not None else frozenset()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)  # its workers die with it (PR_SET_PDEATHSIG)
             report.forkserver_kills += 1
         last_kill = time.perf_counter()
         phase = "hangs"
-        report.recovery_seen = await pool_whole()
+        report.recovery_seen = await pool_whole(dying)
         report.recovery_s = time.perf_counter() - last_kill
         progress(f"kills end at {done} completions; pool whole {report.recovery_s:.2f} s after")
         while done < 2 * n // 3:
