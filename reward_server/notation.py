@@ -394,20 +394,23 @@ def assignment_groups(s: str) -> str:
 
 
 _PART = re.compile(rf"(?:^|(?<=[\s,;]))\s*{PART_LABEL}\s*")
-# The one spelling ``labelled_parts`` writes a label in: "(a)", "(ii)", glued to its value.
-CANONICAL_PART_LABEL = r"\((?:[a-h]|[iv]+)\)"
+# The one spelling ``labelled_parts`` writes a label in: "(a)", "(ii)", glued to its value
+# (the group: the label).
+CANONICAL_PART_LABEL = r"\(([a-h]|[iv]+)\)"
 _SEQUENCES = ("abcdefgh", ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"))
 
 
 def labelled_parts(s: str) -> str:
     """``(a) 3, (b) 5``, ``\\text{(a) } 3; \\text{(b) } 5``: the parts of a multi-part answer,
-    labelled in order from (a) or (i), in one spelling: ``(a)3, (b)5`` (``values.read_value``
-    reads them as an ordered group). Anything else is returned as it is."""
+    labelled from (a) or (i) on, in one spelling and in the labels' order, whatever the order
+    they were written in: ``(b) 5, (a) 3`` is ``(a)3, (b)5`` (``values.read_value`` reads them
+    as an ordered group). Anything else is returned as it is."""
     found = list(_PART.finditer(s))
     if len(found) < 2 or found[0].start() != 0:
         return s
     labels = [m.group("label") for m in found]
-    if not any(list(seq[: len(labels)]) == labels for seq in _SEQUENCES):
+    sequence = next((seq for seq in _SEQUENCES if set(labels) <= set(seq)), None)
+    if sequence is None or not labels_in_order(sorted(labels, key=sequence.index)):
         return s
     ends = [m.start() for m in found[1:]] + [len(s)]
     values = [
@@ -415,4 +418,10 @@ def labelled_parts(s: str) -> str:
     ]
     if not all(values):
         return s
-    return ", ".join(f"({label}){value}" for label, value in zip(labels, values, strict=True))
+    parts = sorted(zip(labels, values, strict=True), key=lambda part: sequence.index(part[0]))
+    return ", ".join(f"({label}){value}" for label, value in parts)
+
+
+def labels_in_order(labels: list[str]) -> bool:
+    """Whether part labels are (a), (b), … or (i), (ii), … from the first, each once."""
+    return any(list(seq[: len(labels)]) == labels for seq in _SEQUENCES)

@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from reward_server.extract import TEXT_COMMAND
 from reward_server.normalize import canonical
-from reward_server.notation import CANONICAL_PART_LABEL
+from reward_server.notation import CANONICAL_PART_LABEL, labels_in_order
 from reward_server.numbers import parse_number
 from reward_server.relations import split_top
 
@@ -70,8 +70,10 @@ def read_value(text: str) -> Value:
     letters = choice_letters(text)
     if letters is not None and len(letters) > 1:
         return Choice(text, letters)
-    parts = _PART.findall(text)
-    if len(parts) > 1 and text.startswith(parts[0]):  # "(a)3, (b)5": notation.labelled_parts
+    labels = _PART.findall(text)
+    if len(labels) > 1 and _PART.match(text) and labels_in_order(labels):
+        # "(a)3, (b)5", as notation.labelled_parts writes them; labels out of their order or
+        # with a gap are no parts, whose order could be taken from their places
         return Group(text, "parts", tuple(_PART.sub("", item) for item in split_top(text, ",")))
     structure = parse_structure(text)
     if structure is not None:

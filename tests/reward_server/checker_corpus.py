@@ -934,6 +934,11 @@ PAIRS += [
             ("(a) 5, (b) 3", "(a) 3, (b) 5", N, "compare: parts answer in order"),
             ("(a) 5 (b) 3", "3, 5", N, "compare: parts against a list, in order"),
             ("(a) 3 (b) 5", "8", N, "compare: two parts against one value"),
+            ("(b) 5, (a) 3", "(a) 3, (b) 5", Y, "notation.labelled_parts: written out of order"),
+            ("(b) 5; (a) 3", "3, 5", Y, "notation.labelled_parts: in label order, not places"),
+            ("(b) 3, (a) 5", "(a) 3, (b) 5", N, "notation.labelled_parts: labels say the part"),
+            ("(b) 3, (a) 5", "3, 5", N, "notation.labelled_parts: labels, not places"),
+            ("(a) 3, (c) 5", "(a) 3, (b) 5", N, "values: labels with a gap are no parts"),
         ],
     ),
     *_group(

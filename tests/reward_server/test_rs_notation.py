@@ -325,7 +325,7 @@ def test_assignment_groups(text: str, expected: str) -> None:
     assert notation.assignment_groups(text) == expected
 
 
-# (parts of a multi-part answer labelled in order from (a) or (i), in one spelling).
+# (parts of a multi-part answer labelled from (a) or (i) on, in one spelling, in label order).
 LABELLED_PARTS = [
     pytest.param("(a) 3, (b) 5", "(a)3, (b)5", id="letters:(a) 3, (b) 5"),
     pytest.param(
@@ -334,7 +334,10 @@ LABELLED_PARTS = [
     pytest.param("(i) 3, (ii) 5", "(i)3, (ii)5", id="roman:(i) 3, (ii) 5"),
     pytest.param("(a) 3", "(a) 3", id="one_part_kept:(a) 3"),
     pytest.param("(b) 3, (c) 5", "(b) 3, (c) 5", id="not_from_a_kept:(b) 3, (c) 5"),
-    pytest.param("(a) 3, (c) 5", "(a) 3, (c) 5", id="out_of_order_kept:(a) 3, (c) 5"),
+    pytest.param("(a) 3, (c) 5", "(a) 3, (c) 5", id="gap_kept:(a) 3, (c) 5"),
+    pytest.param("(a) 3, (a) 5", "(a) 3, (a) 5", id="label_twice_kept:(a) 3, (a) 5"),
+    pytest.param("(b) 5, (a) 3", "(a)3, (b)5", id="written_out_of_order:(b) 5, (a) 3"),
+    pytest.param("(ii) 7; (i) 2", "(i)2, (ii)7", id="roman_out_of_order:(ii) 7; (i) 2"),
     pytest.param("(a) , (b) 5", "(a) , (b) 5", id="empty_part_kept:(a) , (b) 5"),
     pytest.param("x (a) 3, (b) 5", "x (a) 3, (b) 5", id="not_at_start_kept:x (a) 3, (b) 5"),
 ]

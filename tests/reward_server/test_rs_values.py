@@ -75,6 +75,11 @@ READ_VALUE = [
         id="group_list_of_tuples:(1,2),(3,4)",
     ),
     pytest.param("(a)3, (b)5", Group("(a)3, (b)5", "parts", ("3", "5")), id="group_parts"),
+    pytest.param(
+        "(a)3, (c)5",
+        Group("(a)3, (c)5", "list", ("(a)3", "(c)5")),
+        id="parts_only_labelled_in_order:(a)3, (c)5",
+    ),
     pytest.param("(i)2, (ii)4", Group("(i)2, (ii)4", "parts", ("2", "4")), id="group_parts_roman"),
     pytest.param(
         "3, (a)4, (b)5",
