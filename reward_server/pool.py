@@ -71,6 +71,7 @@ class PoolResult:
 
     equal: bool
     reason: str
+    cause: str | None = None  # a timeout's cause: CAUSE_CPU, CAUSE_WALL or CAUSE_QUEUE
 
 
 # Why a check timed out (the ``cause`` label of ``gtpo_rs_verify_timeouts_total``): its CPU
@@ -370,7 +371,9 @@ class VerifierPool:
                 if not job.started:
                     self._on_timeout(CAUSE_QUEUE)
                 fut.set_result(
-                    PoolResult(False, Reason.TIMEOUT if job.started else Reason.QUEUE_TIMEOUT)
+                    PoolResult(False, Reason.TIMEOUT, CAUSE_WALL)
+                    if job.started
+                    else PoolResult(False, Reason.QUEUE_TIMEOUT, CAUSE_QUEUE)
                 )
             return fut.result()
 
@@ -453,7 +456,7 @@ class VerifierPool:
                     or time.perf_counter() >= job.deadline
                 )
                 if last and not fut.done():
-                    fut.set_result(PoolResult(False, lost.reason))  # before the restart
+                    fut.set_result(PoolResult(False, lost.reason, lost.cause))  # before the restart
                 worker = await self._replace(worker, str(lost.reason))
                 if last or fut.done():
                     return worker

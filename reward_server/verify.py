@@ -15,7 +15,7 @@ from reward_server import relations
 from reward_server.compare import Verdict, equal_values, fast_equivalent
 from reward_server.guard import bomb, complexity_violation
 from reward_server.normalize import canonical
-from reward_server.pool import PoolResult, VerifierPool
+from reward_server.pool import CAUSE_CPU, PoolResult, VerifierPool
 from reward_server.protocol import Reason
 from reward_server.reading import Refused, Statement, read_statement, statement
 from reward_server.units import split_unit, units_differ
@@ -38,9 +38,10 @@ class Verifier:
 
     The G completions of one prompt often repeat an answer and arrive concurrently: the cache
     serves repeats that finished, and single-flight makes concurrent repeats share one check.
-    Worker errors are not cached, nor is a pair's first timeout (a stall of an overloaded machine
-    must not stick); its second timeout is: the answer itself hangs the parser (a LaTeX bomb a
-    policy has learned to repeat), and every further repeat would cost a worker and a timeout.
+    Worker errors are not cached, nor is a timeout at the wall-clock net (the machine's load,
+    however often it happens), nor a pair's first timeout at its CPU budget (a stall must not
+    stick); its second is: the answer itself hangs the parser (a LaTeX bomb a policy has learned
+    to repeat), and every further repeat would cost a worker and a timeout.
     """
 
     def __init__(
@@ -122,6 +123,8 @@ class Verifier:
             return False  # the machine's state, not the answer's: ask again next time
         if result.reason != Reason.TIMEOUT:
             return True
+        if result.cause != CAUSE_CPU:
+            return False  # the wall-clock net passed: the machine's load, however often
         if key in self._timed_out_once:
             del self._timed_out_once[key]
             return True

@@ -143,6 +143,35 @@ def test_cache_and_single_flight_share_one_check() -> None:
     asyncio.run(main())
 
 
+def test_a_timeout_at_the_wall_net_is_never_cached() -> None:
+    """A check that the wall-clock net ends (here one that waits without using CPU, as a check
+    starved of CPU on a busy machine does) timed out because of the machine's load: caching it
+    after two such timeouts scored that answer 0 for the rest of the run, however quiet the
+    machine became. Only timeouts at the CPU budget (the answer's own cost) may stick."""
+    restarts: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(target=paced_check, restarts=restarts, timeout_s=0.3, wall_timeout_s=0.6)
+        await pool.start()
+        verifier = Verifier(pool)
+        try:
+            verdicts = [await verifier.check("sleep:100", "sleep:1") for _ in range(3)]
+            assert [v.reason for v in verdicts] == ["timeout"] * 3, verdicts
+            assert not any(v.cached for v in verdicts), verdicts
+            # The CPU budget's timeouts still stick after the second.
+            burns = [await verifier.check("burn:inf", "burn:1") for _ in range(3)]
+            assert [(v.reason, v.cached) for v in burns] == [
+                ("timeout", False),
+                ("timeout", False),
+                ("timeout", True),
+            ], burns
+        finally:
+            await pool.close()
+        assert restarts == ["timeout"] * 5
+
+    asyncio.run(main())
+
+
 def test_close_kills_every_worker_and_rejects_new_work() -> None:
     async def main() -> None:
         pool = _pool(size=2)
