@@ -218,6 +218,49 @@ def test_wandb_starts_with_the_key_from_the_environment(
     assert "secret-key" not in plan
 
 
+class _PlacementReached(Exception):
+    pass
+
+
+def test_a_run_prints_its_args_without_the_wandb_key(no_ray_no_network, monkeypatch, capsys):
+    """train(args) prints the whole args into the driver's log (which Ray keeps with the job),
+    the W&B key the launcher took from WANDB_API_KEY included. A real launch, not a dry run,
+    stopped where it would place the first models (Ray reported as up: none starts)."""
+    import importlib
+
+    import ray
+
+    # The module (ray.util's attribute of that name is the function).
+    placement_groups = importlib.import_module("ray.util.placement_group")
+
+    def placement_group(*args, **kwargs):
+        raise _PlacementReached
+
+    import openrlhf.utils
+
+    strategies = []
+    real_get_strategy = openrlhf.utils.get_strategy
+
+    def get_strategy(args):
+        strategies.append(real_get_strategy(args))
+        return strategies[-1]
+
+    monkeypatch.setenv("WANDB_API_KEY", "secret-key-1234")
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(placement_groups, "placement_group", placement_group)
+    monkeypatch.setattr(openrlhf.utils, "get_strategy", get_strategy)
+    with pytest.raises(_PlacementReached):
+        main([*TWO_NODES, "--logger.wandb.run_name", "r1"])
+    printed = capsys.readouterr().out
+    assert "Qwen/Qwen2.5-3B-Instruct" in printed and "run_name='r1'" in printed  # the args
+    assert "secret-key-1234" not in printed
+    assert "key='***'" in printed
+    # The strategy goes on to Ray's actors as OpenRLHF built it, its key where the run needs it.
+    (strategy,) = strategies
+    assert "print" not in vars(strategy)
+    assert strategy.args.logger.wandb.key == "secret-key-1234"
+
+
 def test_the_dry_run_restores_what_it_rebinds(no_ray_no_network, capsys, caplog):
     import openrlhf.utils
     import ray

@@ -4,10 +4,11 @@
 
 OpenRLHF builds its parser inline under `if __name__ == "__main__"` and parses strictly, so the
 launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3)
-rebinds five names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
+rebinds six names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
 and check the GTPO flags), `PPOTrainer`, `PPOTrainerAsync`, `PolicyModelActor` and
 `RolloutRayActor` (to the Ray actor subclasses of `gtpo.openrlhf.actors` and
-`gtpo.openrlhf.async_training`) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No
+`gtpo.openrlhf.async_training`), and `get_strategy` (to keep the W&B key out of the args it
+prints) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No
 OpenRLHF file is modified; the rebinding is undone when training returns.
 
 `--dry-run` runs the same command line up to the first call `train(args)` makes once Ray is up
@@ -24,7 +25,7 @@ import importlib
 import logging
 import runpy
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,29 @@ def _stop(args: Any) -> None:
     raise DryRunStop(args)
 
 
+def _hiding_the_wandb_key(get_strategy: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """OpenRLHF's get_strategy, whose strategy prints its first message (train(args) prints the
+    whole args right after getting it, into the driver's log that Ray keeps with the job) with
+    the W&B key, which this launcher may have set from WANDB_API_KEY, written as ``***``."""
+
+    def get_strategy_hiding_the_key(args: Any) -> Any:
+        strategy = get_strategy(args)
+        key = compat.WANDB_KEY.get(args)
+        if not key:
+            return strategy
+
+        def print_hiding_the_key(*message: Any) -> None:
+            # The class's own print again from now on: the strategy then goes to Ray's actors
+            # as OpenRLHF built it.
+            del strategy.print
+            strategy.print(*(str(part).replace(key, "***") for part in message))
+
+        strategy.print = print_hiding_the_key
+        return strategy
+
+    return get_strategy_hiding_the_key
+
+
 @contextmanager
 def installed(
     gtpo_flags: argparse.Namespace,
@@ -85,12 +109,14 @@ def installed(
     GTPO owns (−γ, and the loss aggregation unless `openrlhf_argv` names it).
     PPOTrainer, PolicyModelActor and the vLLM RolloutRayActor become GTPO's subclasses; the
     rollout actor is handed --gtpo.reward_timeout (create_vllm_engines builds its arguments).
-    The names replaced are `compat.REBOUND`; with `dry_run` also `compat.DRY_RUN_STOP` (raises
-    DryRunStop) and `compat.DRY_RUN_NO_RAY`. `checked` receives the config and what it changed.
+    get_strategy hides the W&B key in the args train(args) prints. The names replaced are
+    `compat.REBOUND`; with `dry_run` get_strategy is `compat.DRY_RUN_STOP` (raises DryRunStop),
+    and `compat.DRY_RUN_NO_RAY` is replaced too. `checked` receives the config and what it
+    changed.
     """
     from gtpo.openrlhf import actors, async_training
 
-    rebound = [*compat.REBOUND, *((compat.DRY_RUN_STOP, compat.DRY_RUN_NO_RAY) if dry_run else ())]
+    rebound = [*compat.REBOUND, *((compat.DRY_RUN_NO_RAY,) if dry_run else ())]
     modules = {name: importlib.import_module(module) for module, name in rebound}
     original_hierarchize = modules["hierarchize"].hierarchize
     checked = checked if checked is not None else Checked()
@@ -117,6 +143,8 @@ def installed(
             actors.GTPORolloutRayActor, reward_timeout=reward_timeout
         ),
     }
+    get_strategy = modules[compat.GET_STRATEGY[1]].get_strategy
+    replacements[compat.GET_STRATEGY[1]] = _hiding_the_wandb_key(get_strategy)
     if dry_run:
         replacements[compat.DRY_RUN_STOP[1]] = _stop
         replacements[compat.DRY_RUN_NO_RAY[1]] = lambda: True

@@ -161,6 +161,9 @@ LAUNCH_IMPORTS = (
     "from openrlhf.trainer.ray.ppo_actor import PolicyModelActor",
     "from openrlhf.trainer.ppo_trainer import PPOTrainer",
 )
+# train(args)'s first call once Ray is up; it prints the whole args right after
+# (`strategy.print(args)`), so a run wraps it to hide the W&B key in that print.
+GET_STRATEGY = ("openrlhf.utils", "get_strategy")
 # (module, name) the launcher replaces while train_ppo_ray runs, in `installed`'s order.
 REBOUND = (
     ("openrlhf.utils.config", "hierarchize"),
@@ -168,12 +171,13 @@ REBOUND = (
     ("openrlhf.trainer.ppo_trainer_async", "PPOTrainerAsync"),
     ("openrlhf.trainer.ray.ppo_actor", "PolicyModelActor"),
     ("openrlhf.trainer.ray.vllm_engine", "RolloutRayActor"),
+    GET_STRATEGY,
 )
 
-# `--dry-run` stops train(args) at its first call once Ray is up (get_strategy), with
-# `ray.is_initialized` answering True so that train() starts no Ray: every check of the
-# command line, OpenRLHF's own included, has run by then, and nothing has been placed.
-DRY_RUN_STOP = ("openrlhf.utils", "get_strategy")
+# `--dry-run` stops train(args) at get_strategy, with `ray.is_initialized` answering True so
+# that train() starts no Ray: every check of the command line, OpenRLHF's own included, has run
+# by then, and nothing has been placed.
+DRY_RUN_STOP = GET_STRATEGY
 DRY_RUN_NO_RAY = ("ray", "is_initialized")
 
 # --- the command line ---------------------------------------------------------------------
