@@ -88,7 +88,9 @@ train_command() {
     --logger.tensorboard_dir "${GTPO_OUTPUT_DIR:-/outputs}/runs"
   )
   if [ -n "${WANDB_API_KEY:-}" ]; then
-    CMD+=(--logger.wandb.key "$WANDB_API_KEY" --logger.wandb.run_name "$run")
+    # A run name asks for W&B and the launcher takes the key from WANDB_API_KEY: never on the
+    # command line, which ps and the logs show.
+    CMD+=(--logger.wandb.run_name "$run")
   fi
   # shellcheck disable=SC2206  # word splitting of the extra flags is the point
   CMD+=(${GTPO_EXTRA_ARGS:-} "$@")

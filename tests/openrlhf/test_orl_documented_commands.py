@@ -111,7 +111,7 @@ ENTRYPOINT_SETTINGS = {
         "GTPO_ALGO": "grpo",
         "GTPO_KL_COEF": "1e-6",
     },
-    "W&B": {"WANDB_API_KEY": "key", "GTPO_RUN_NAME": "run"},
+    "W&B": {"WANDB_API_KEY": "wandb-secret-123", "GTPO_RUN_NAME": "run"},
 }
 
 
@@ -124,10 +124,13 @@ def test_trainer_image_command_passes_the_dry_run(setting, monkeypatch, capsys, 
     assert printed.returncode == 0, printed.stderr
     tokens = shlex.split(printed.stdout)
     assert tokens[0] == LAUNCHER
-    plan = dry_run(tokens[1:], {}, monkeypatch, capsys, caplog)
+    # The launcher runs in the image's environment (the W&B key comes from there).
+    exports = {k: v for k, v in env.items() if k == "WANDB_API_KEY"}
+    plan = dry_run(tokens[1:], exports, monkeypatch, capsys, caplog)
     assert "every check passed" in plan
     if "WANDB_API_KEY" in env:
         assert "W&B           on, run 'run'" in plan
+        assert env["WANDB_API_KEY"] not in printed.stdout
 
 
 def test_the_two_node_command_is_planned_within_a_minute():
