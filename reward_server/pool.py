@@ -521,12 +521,13 @@ class VerifierPool:
         died under it; the next start runs a new one) up to ``attempts`` times in all, or until
         the pool closes when ``attempts`` is None."""
         loop = asyncio.get_running_loop()
-        for attempt in itertools.count(1):
+        failed = 0
+        while True:
             try:
                 return await loop.run_in_executor(None, self._spawn)
             except RuntimeError:
-                if self._closed or attempt == attempts:
+                failed += 1
+                if self._closed or failed == attempts:
                     raise
                 log.exception("could not start a verification worker; retrying")
                 await asyncio.sleep(1.0)
-        raise AssertionError("unreachable")

@@ -24,12 +24,26 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # A zombie still answers kill(0); it has exited all the same.
-    return _state(pid) != "Z"
+    return _state(pid) not in ("Z", "X")
 
 
 def _state(pid: int) -> str:
-    """The process's state letter in /proc (R running, S sleeping, T stopped, Z zombie)."""
-    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    """The process's state letter in /proc (R running, S sleeping, T stopped, Z zombie), or
+    "X" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "X"
+
+
+def _worker_pids(pool: VerifierPool) -> set[int]:
+    """The pool's worker processes, read under its lock (its threads start and kill them)."""
+    with pool._procs_lock:
+        return {p.pid for p in pool._procs}
+
+
+def _live_workers(pool: VerifierPool) -> int:
+    return len([pid for pid in _worker_pids(pool) if _alive(pid)])
 
 
 def _pool(**kw) -> VerifierPool:
@@ -54,7 +68,7 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
         pool = _pool(restarts=restarts, timeout_s=1.0, wall_timeout_s=2.5, on_timeout=causes.append)
         await pool.start()
         try:
-            before = {p.pid for p in pool._procs}
+            before = _worker_pids(pool)
             t0 = time.perf_counter()
             hung = asyncio.create_task(pool.run(HANG, "1"))
             # Meanwhile the other worker keeps answering real symbolic checks.
@@ -70,10 +84,10 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
             assert max(t for _, t in answered) < 1.0, "healthy checks waited for the hung one"
             await asyncio.sleep(0)  # let the slot finish replacing its worker
             for _ in range(100):
-                if len(pool._procs) == 2 and {p.pid for p in pool._procs} != before:
+                if len(pool._procs) == 2 and _worker_pids(pool) != before:
                     break
                 await asyncio.sleep(0.05)
-            after = {p.pid for p in pool._procs}
+            after = _worker_pids(pool)
             assert len(after) == 2 and len(before & after) == 1
             killed = (before - after).pop()
             assert not _alive(killed)
@@ -176,7 +190,7 @@ def test_close_kills_every_worker_and_rejects_new_work() -> None:
     async def main() -> None:
         pool = _pool(size=2)
         await pool.start()
-        pids = [p.pid for p in pool._procs]
+        pids = list(_worker_pids(pool))
         hung = asyncio.create_task(pool.run(HANG, "1"))
         await asyncio.sleep(0.2)
         await pool.close()
@@ -211,7 +225,7 @@ def test_workers_are_recycled_after_max_tasks() -> None:
 def _new_worker(pool: VerifierPool, old: set[int]) -> int:
     """Wait for a worker that is not in ``old`` (a replacement) and return its pid."""
     for _ in range(200):
-        fresh = {p.pid for p in pool._procs} - old
+        fresh = _worker_pids(pool) - old
         if fresh:
             return fresh.pop()
         time.sleep(0.01)
@@ -229,7 +243,7 @@ def test_an_idle_worker_killed_from_outside_is_replaced_at_once() -> None:
         )
         await pool.start()
         try:
-            before = {p.pid for p in pool._procs}
+            before = _worker_pids(pool)
             victim = next(iter(before))
             os.kill(victim, 9)  # e.g. the kernel's OOM killer
             # Replaced without waiting for work to reach the dead worker.
@@ -239,7 +253,7 @@ def test_an_idle_worker_killed_from_outside_is_replaced_at_once() -> None:
                 if len(pool._procs) == 2:
                     break
                 await asyncio.sleep(0.01)
-            assert {p.pid for p in pool._procs} == (before - {victim}) | {fresh}
+            assert _worker_pids(pool) == (before - {victim}) | {fresh}
             results = [await pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 8)]
             assert all(r.equal and r.reason == "equivalent" for r in results), results
         finally:
@@ -308,11 +322,10 @@ def test_a_forkserver_that_dies_while_starting_a_worker_is_started_again() -> No
             assert _state(server) == "T"  # stopped, with a start waiting on it
             os.kill(server, signal.SIGKILL)  # the other worker dies with it (its death signal)
             for _ in range(200):
-                live = [p for p in pool._procs if _alive(p.pid)]
-                if len(live) == 2:
+                if _live_workers(pool) == 2:
                     break
                 await asyncio.sleep(0.05)
-            assert len([p for p in pool._procs if _alive(p.pid)]) == 2
+            assert _live_workers(pool) == 2
             assert all(not slot.done() for slot in pool._slots), "a dispatch slot ended"
             results = [await pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 8)]
             assert all(r.equal for r in results), results
@@ -343,10 +356,10 @@ def test_a_slot_that_fails_is_logged_and_replaced(caplog: pytest.LogCaptureFixtu
             first = await pool.run("\\frac{2}{4}", "0.5")
             assert (first.equal, first.reason) == (False, "worker_error")  # its caller answered
             for _ in range(200):
-                if len([p for p in pool._procs if _alive(p.pid)]) == 2:
+                if _live_workers(pool) == 2:
                     break
                 await asyncio.sleep(0.05)
-            assert len([p for p in pool._procs if _alive(p.pid)]) == 2
+            assert _live_workers(pool) == 2
             assert sum(not slot.done() for slot in pool._slots) == 2
             results = await asyncio.gather(
                 *(pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 10))
@@ -379,7 +392,7 @@ def test_a_busy_worker_killed_runs_the_check_again_within_the_wall_net() -> None
         )
         await pool.start()
         try:
-            seen = {p.pid for p in pool._procs}
+            seen = _worker_pids(pool)
             pid = next(iter(seen))
             t0 = time.perf_counter()
             hung = asyncio.create_task(pool.run("sleep:100", "1"))
