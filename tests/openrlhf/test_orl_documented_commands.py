@@ -98,6 +98,9 @@ def test_documented_command_passes_the_dry_run(label, argv, exports, monkeypatch
     # A command that names a W&B run starts W&B (OpenRLHF needs the key for that).
     if any(token.startswith("--logger.wandb.") for token in argv):
         assert "W&B           on" in plan, label
+    # The key comes from the launcher's environment: a command line shows in ps, in the
+    # submitted job's entrypoint and in the logs.
+    assert "--logger.wandb.key" not in argv, label
 
 
 ENTRYPOINT = ROOT / "docker" / "trainer-entrypoint.sh"
