@@ -5,7 +5,8 @@ side in one run with the same model, data and seeds.
   GRPOConfig), each in a fresh process. Time per step: the median of the
   steady steps (the first, which holds H_ini's measurement and warm-up, is left out; H_ini has
   its own line). Memory: the process's peak resident set size (VmHWM) over the steady steps
-  (reset after the first), generation included.
+  (reset after the first), generation included; on a CUDA device (where the arms train in
+  bf16), the GPU memory PyTorch allocated at its peak over the same steps.
 - OpenRLHF: `gtpo-openrlhf` in OpenRLHF's real PPOTrainer.fit() on CPU (tests/openrlhf's
   harness: DeepSpeed ZeRO-2, Ray, the vLLM stand-in), against `--gtpo.algo grpo`. Time per
   step: the median of PPOTrainer.train_step's steady calls (experience making, the policy's
@@ -169,14 +170,22 @@ def trl_arm(
     )  # fmt: skip
     times: list[float] = []
 
+    def settled() -> float:
+        """The clock once the device's queued work is done (CUDA runs it asynchronously)."""
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
     class Clock(TrainerCallback):
         def on_step_begin(self, *a, **k):
-            self.started = time.perf_counter()
+            self.started = settled()
 
         def on_step_end(self, a, state, *rest, **k):
-            times.append(time.perf_counter() - self.started)
+            times.append(settled() - self.started)
             if state.global_step == 1:
                 reset_peak_rss()
+                if cuda:
+                    torch.cuda.reset_peak_memory_stats()
 
     # GRPO is TRL's own GRPOTrainer, what a user switches from. GTPO's H_ini is given, so that
     # its one-off measurement (timed afterwards, on its own) leaves nothing in the process that
@@ -189,13 +198,15 @@ def trl_arm(
         processing_class=tokenizer, callbacks=[Clock()], **gtpo,
     )  # fmt: skip
     trainer.train()
-    peak = peak_rss_kb()
+    peaks = {"peak_rss_kb": peak_rss_kb()}
+    if cuda:  # the GPU's memory is the one that limits a run there
+        peaks["peak_cuda_kb"] = torch.cuda.max_memory_allocated() // 1024
     h_ini_seconds = []
     if algo == "gtpo":
         started = time.perf_counter()
         trainer.measure_h_ini()
         h_ini_seconds.append(time.perf_counter() - started)
-    return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, "peak_rss_kb": peak}
+    return {"step_seconds": times, "h_ini_seconds": h_ini_seconds, **peaks}
 
 
 # Rows TRL's chunked log-prob kernel sees per micro-batch in these runs: on a device without
@@ -213,9 +224,10 @@ def trl_kernel_backward(hidden_size: int, vocab: int, repeats: int = 7) -> tuple
 
     torch.set_num_threads(2)
     torch.manual_seed(0)
-    hidden = torch.randn(KERNEL_ROWS, hidden_size, requires_grad=True)
-    weight = (torch.randn(vocab, hidden_size) * 0.02).requires_grad_()
-    targets = torch.randint(0, vocab, (KERNEL_ROWS,))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    hidden = torch.randn(KERNEL_ROWS, hidden_size, device=device, requires_grad=True)
+    weight = (torch.randn(vocab, hidden_size, device=device) * 0.02).requires_grad_()
+    targets = torch.randint(0, vocab, (KERNEL_ROWS,), device=device)
 
     def backward_seconds(penalty: bool) -> float:
         hidden.grad = weight.grad = None
@@ -223,8 +235,12 @@ def trl_kernel_backward(hidden_size: int, vocab: int, repeats: int = 7) -> tuple
             hidden, weight, None, targets, 1.0, vocab, None, 1.0, ("entropy",)
         )
         loss = -logps.mean() + (0.1 * entropy.mean() if penalty else 0.0)
+        if device == "cuda":
+            torch.cuda.synchronize()
         started = time.perf_counter()
         loss.backward()
+        if device == "cuda":
+            torch.cuda.synchronize()
         return time.perf_counter() - started
 
     seconds: dict[bool, list[float]] = {False: [], True: []}
@@ -414,6 +430,10 @@ def main() -> None:
         ap.error(f"--loops takes a comma-separated subset of {','.join(sorted(LOOPS))}")
     started = time.perf_counter()
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}", flush=True)
+    import torch
+
+    if torch.cuda.is_available():
+        print(f"CUDA device: {torch.cuda.get_device_name()}", flush=True)
     model_dir = None
     if args.model:
         from transformers import AutoConfig
@@ -453,14 +473,17 @@ def main() -> None:
         """Median of the steady steps of every run of a method; median of its runs' peaks
         (TRL: one per run; OpenRLHF: one per steady step)."""
         time_, memory = {}, {}
+        every_run = [r for runs in results.values() for r in runs]
+        on_gpu = all("peak_cuda_kb" in r for r in every_run)
+        key, label = ("peak_cuda_kb", "peak GPU MB") if on_gpu else ("peak_rss_kb", "peak RSS MB")
         for algo, runs in results.items():
             time_[algo] = statistics.median(t for r in runs for t in steady(r["step_seconds"]))
-            peaks = [p for r in runs for p in (steady(r["peak_rss_kb"])
-                     if isinstance(r["peak_rss_kb"], list) else [r["peak_rss_kb"]])]  # fmt: skip
+            peaks = [p for r in runs for p in (steady(r[key])
+                     if isinstance(r[key], list) else [r[key]])]  # fmt: skip
             memory[algo] = statistics.median(peaks)
         print(
             f"{loop:<9} step s  GRPO {time_['grpo']:7.3f}  GTPO {time_['gtpo']:7.3f}  "
-            f"ratio {time_['gtpo'] / time_['grpo']:.3f}   peak RSS MB  GRPO "
+            f"ratio {time_['gtpo'] / time_['grpo']:.3f}   {label}  GRPO "
             f"{memory['grpo'] / 1024:7.0f}  GTPO {memory['gtpo'] / 1024:7.0f}  ratio "
             f"{memory['gtpo'] / memory['grpo']:.3f}  (GTPO − GRPO "
             f"{(memory['gtpo'] - memory['grpo']) / 1024:+.0f} MB; {steady_steps} steady steps)"
