@@ -70,4 +70,5 @@ lint:
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 
 dist:
-	rm -rf $(DIST) && $(PIP) wheel --no-deps -w $(DIST) .
+	# Only this package's older wheels go: DIST may be the folder of wheels that travel with it.
+	mkdir -p $(DIST) && rm -f $(DIST)/gtpo-*.whl && $(PIP) wheel --no-deps -w $(DIST) .

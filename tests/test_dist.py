@@ -18,13 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_dist_builds_the_wheel_the_docs_install(tmp_path):
     out = tmp_path / "dist"
+    # DIST may be the folder of the wheels carried to a GPU machine beside this one: `make dist`
+    # replaces an older gtpo wheel and keeps the others (it once removed the whole folder).
+    out.mkdir()
+    (out / "trl-1.16.0-py3-none-any.whl").write_bytes(b"another package's wheel")
+    (out / "gtpo-0.0.1-py3-none-any.whl").write_bytes(b"an older build")
     done = subprocess.run(
         ["make", "-s", "dist", f"DIST={out}", f"PYTHON={sys.executable}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
-    wheels = list(out.iterdir())
+    assert (out / "trl-1.16.0-py3-none-any.whl").read_bytes() == b"another package's wheel"
+    wheels = list(out.glob("gtpo-*.whl"))
     assert [w.name for w in wheels] == [f"gtpo-{version}-py3-none-any.whl"]
     with zipfile.ZipFile(wheels[0]) as wheel:
         names = set(wheel.namelist())
