@@ -60,3 +60,68 @@ def test_the_trained_weights_are_left_alone_and_the_sync_view_ends_with_the_bloc
     peft_name = "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight"
     assert base_name(peft_name) == name
     assert not torch.equal(synced[name], after[peft_name])
+
+
+def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
+    """GTPO's `broadcast_to_vllm` with LoRA (NCCL or gloo broadcast path): each merged copy is
+    sent and dropped before the next is made. OpenRLHF's own loop lists every parameter before
+    sending the first, so over the merged view every rank held a merged copy of every adapted
+    layer at once (GBs for a 3B model, beside vLLM's weights). Only the transport is faked here:
+    Ray's object refs, the broadcast group and the CUDA stream."""
+    pytest.importorskip("openrlhf")
+    import types
+    import weakref
+
+    import ray
+    from openrlhf.trainer.ray import ppo_actor
+    from openrlhf.utils import distributed_util
+
+    from gtpo.openrlhf import actors, lora
+
+    model, base_names = tiny_peft()
+    own = {p.data_ptr() for p in model.parameters()}
+    made: list[weakref.ref] = []  # every merged copy the sync made
+    produce = lora.rollout_parameters
+
+    def watched(*args, **kwargs):
+        for name, tensor in produce(*args, **kwargs):
+            if tensor.data_ptr() not in own:
+                made.append(weakref.ref(tensor))
+            yield name, tensor
+            del tensor  # the watcher holds no copy
+
+    sent, alive_at_send = [], []
+
+    class Group:  # the weight-update group: records what was broadcast
+        def broadcast(self, tensor, src, stream=None):
+            alive_at_send.append(sum(ref() is not None for ref in made))
+
+    class Engine:
+        def __init__(self):
+            self.update_weight = types.SimpleNamespace(
+                remote=lambda name, **kw: sent.append((name, kw["empty_cache"]))
+            )
+            self.reset_prefix_cache = types.SimpleNamespace(remote=lambda: None)
+
+    monkeypatch.setattr(lora, "rollout_parameters", watched)
+    monkeypatch.setattr(actors, "rollout_parameters", watched)
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda *a: 0)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: None)
+    for module in (distributed_util, ppo_actor):  # one rank: no barrier to wait at
+        monkeypatch.setattr(module, "torch_dist_barrier_and_cuda_sync", lambda: None)
+    args = types.SimpleNamespace(
+        ds=types.SimpleNamespace(zero_stage=2, tensor_parallel_size=1),
+        vllm=types.SimpleNamespace(enable_prefix_caching=False, sync_with_ray=False),
+    )
+    trainer = actors.GTPOActorPPOTrainer.__new__(actors.GTPOActorPPOTrainer)
+    trainer.args, trainer.strategy = args, types.SimpleNamespace(args=args)
+    trainer.actor = types.SimpleNamespace(model=types.SimpleNamespace(module=model))
+    trainer.use_cuda_ipc, trainer.vllm_engines = False, [Engine()]
+    trainer._model_update_group = Group()
+
+    trainer.broadcast_to_vllm()
+    assert [name for name, _ in sent] == base_names
+    assert [last for _, last in sent] == [False] * (len(sent) - 1) + [True]
+    assert len(made) > 10  # every linear layer of both blocks was merged
+    assert max(alive_at_send) == 1, alive_at_send  # OpenRLHF's loop: all of them at once
