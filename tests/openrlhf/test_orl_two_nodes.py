@@ -5,7 +5,9 @@ compose.hostnet.yaml gives it under docs/deployment.md's multi-node settings; th
 namespace runs a Ray worker. A Ray task placed on the worker node posts to the reward server
 at the head's address, as a rollout actor on a second node does; the same request to the
 loopback URL fails there, which is why `gtpo-openrlhf` refuses a loopback `--reward.remote_url`
-when the policy spans several nodes.
+when the policy spans several nodes. Then `gtpo-openrlhf` trains across both nodes, submitted
+as docs/training-openrlhf.md's steps submit it: `ray job submit` to the head's job server, the
+W&B key exported on the head before `ray start --head`.
 
 Every address lives inside the two namespaces the test creates; nothing is routed out of them,
 and the namespaces (with the veth pair and every process inside) are removed even when the test
@@ -133,21 +135,34 @@ def _wait_http(namespace: str, url: str, timeout: float, log: Path) -> None:
     )
 
 
+DASHBOARD_PORT = 8265  # Ray's default: where `ray job submit --address` finds the job server
+
+
 @contextlib.contextmanager
-def ray_cluster(net: Net, env: dict[str, str], logs: Path, cpus: int, gpus: int) -> Iterator[str]:
+def ray_cluster(
+    net: Net, env: dict[str, str], logs: Path, cpus: int, gpus: int,
+    dashboard: bool = False, head_only: dict[str, str] | None = None,
+) -> Iterator[str]:  # fmt: skip
     """`ray start --head` in the head namespace and `ray start --address` in the worker's, each
-    with `gpus` logical GPUs; yields the head's address once both nodes are up."""
+    with `gpus` logical GPUs; yields the head's address once both nodes are up. `dashboard`:
+    the head serves Ray's dashboard and job server on its address; `head_only`: variables only
+    the head's `ray start` is given (what the documented steps export on the head)."""
     # Short: Ray's Unix sockets live under it, and their paths must fit in 107 bytes.
     ray_tmp = tempfile.mkdtemp(prefix="gtpo-ray-", dir="/tmp")
     common = ["--num-cpus", str(cpus), "--num-gpus", str(gpus), "--object-store-memory",
               "200000000", "--block"]  # fmt: skip
     address = f"{net.head_ip}:6379"
     try:
+        served = (
+            ["--include-dashboard", "true", "--dashboard-host", net.head_ip,
+             "--dashboard-port", str(DASHBOARD_PORT)]
+            if dashboard else ["--include-dashboard", "false"]
+        )  # fmt: skip
         _start(
             net.head,
             ["ray", "start", "--head", "--node-ip-address", net.head_ip, "--port", "6379",
-             "--include-dashboard", "false", "--temp-dir", ray_tmp, *common],
-            logs / "ray-head.log", env,
+             *served, "--temp-dir", ray_tmp, *common],
+            logs / "ray-head.log", {**env, **(head_only or {})},
         )  # fmt: skip
         time.sleep(10)
         _start(
@@ -297,10 +312,15 @@ def _nodes_of(actor: str, placed: dict[str, tuple[str, str]]) -> set[str]:
     return {ip for name, ip in placed.values() if name.endswith(actor)}
 
 
+WANDB_KEY = "wandb-key-only-the-head-has"
+
+
 def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
-    """The documented layout on two nodes of one logical GPU each: policy ranks, colocated
-    vLLM engines (the stand-in) and the reference model on both, the reward server on the head,
-    checkpoints on storage both nodes share; a resume from it, and the GRPO baseline with KL."""
+    """The documented steps on two nodes of one logical GPU each: `ray job submit` from the
+    worker node to the head's job server, the head given the W&B key before `ray start --head`.
+    Policy ranks, colocated vLLM engines (the stand-in) and the reference model on both nodes,
+    the reward server on the head, checkpoints on storage both nodes share; a resume from it,
+    and the GRPO baseline with KL."""
     import fit_harness
 
     fixture = fit_harness.build_fixture(tmp_path / "fixture")
@@ -313,12 +333,24 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
         head_url = f"http://{net.head_ip}:8000"
         _wait_http(net.head, f"{head_url}/readyz", 120, server_log)
         env = _fit_environment(tmp_path / "capture")
+        env.pop("WANDB_API_KEY", None)  # the submitting shell has none: only the head has it
         (tmp_path / "capture").mkdir()
         shared = tmp_path / "shared"  # one filesystem: storage both nodes read
 
-        def run(name: str, extra: dict[str, str], switches: list[str]) -> tuple[str, dict]:
-            """The run's log, and the node of each actor it started."""
-            before = _actor_nodes(net, address, env)
+        def submit(argv: list[str], log: Path) -> str:
+            """`ray job submit … -- gtpo-openrlhf ARGV` from the worker node, as documented: the
+            job's driver runs on the head, in the environment `ray start --head` was given."""
+            done = subprocess.run(
+                _in(net.worker, "ray", "job", "submit", "--address",
+                    f"http://{net.head_ip}:{DASHBOARD_PORT}", "--", "gtpo-openrlhf", *argv),
+                env=env, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            output = done.stdout + done.stderr
+            log.write_text(output)
+            assert done.returncode == 0, output[-4000:] + _logs(tmp_path)
+            return output
+
+        def arguments(name: str, extra: dict[str, str], switches: list[str]) -> list[str]:
             argv = fit_harness.with_flags(
                 fit_harness.base_argv(fixture, head_url, shared / name),
                 {
@@ -327,20 +359,25 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
                     "--train.micro_batch_size": "8", "--gtpo.h_ini_prompts": "2", **extra,
                 },
             )  # fmt: skip
-            argv = [*argv, "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
+            return [*argv, "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
                     *switches]  # fmt: skip
-            done = subprocess.run(
-                _in(net.head, sys.executable, "-m", "gtpo.openrlhf", *argv),
-                env={**env, "RAY_ADDRESS": address}, capture_output=True, text=True,
-                timeout=600,
-            )  # fmt: skip
-            log = done.stdout + done.stderr
-            (tmp_path / f"{name}.log").write_text(log)
-            assert done.returncode == 0, log[-4000:] + _logs(tmp_path)
+
+        def run(name: str, extra: dict[str, str], switches: list[str]) -> tuple[str, dict]:
+            """The run's log, and the node of each actor it started."""
+            before = _actor_nodes(net, address, env)
+            log = submit(arguments(name, extra, switches), tmp_path / f"{name}.log")
             after = _actor_nodes(net, address, env)
             return log, {k: v for k, v in after.items() if k not in before}
 
-        with ray_cluster(net, env, tmp_path, cpus=4, gpus=1) as address:
+        with ray_cluster(
+            net, env, tmp_path, cpus=4, gpus=1, dashboard=True,
+            head_only={"WANDB_API_KEY": WANDB_KEY},
+        ) as address:  # fmt: skip
+            # A W&B run named on the command line takes the key the head was given.
+            wandb = submit(
+                ["--dry-run", *arguments("wandb", {}, []), "--logger.wandb.run_name", "two"],
+                tmp_path / "wandb-dry-run.log",
+            )  # fmt: skip
             gtpo, gtpo_actors = run("gtpo", {"--ckpt.save_steps": "2"}, [])
             resumed, _ = run(
                 "resumed", {"--ckpt.path": str(shared / "gtpo" / "ckpt")}, ["--ckpt.load_enable"]
@@ -351,6 +388,7 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
                  "--ref.num_gpus_per_node": "1", "--data.max_samples": "4"},
                 [],
             )  # fmt: skip
+    assert "W&B           on, run 'two'" in wandb and WANDB_KEY not in wandb
     both = {net.head_ip, net.worker_ip}
     for actor in ("PolicyModelActor", "RolloutActor"):
         assert _nodes_of(actor, gtpo_actors) == both, (actor, gtpo_actors)
