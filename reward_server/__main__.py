@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    settings = Settings()
     uvicorn.run(
         "reward_server.app:app_from_env",
         factory=True,
@@ -73,7 +74,8 @@ def _serve(args: argparse.Namespace) -> None:
         workers=args.workers,
         log_level=args.log_level.lower(),
         timeout_graceful_shutdown=10,
-        access_log=Settings().access_log,
+        timeout_keep_alive=settings.keep_alive_s,
+        access_log=settings.access_log,
     )
 
 

@@ -33,6 +33,13 @@ class Settings(BaseSettings):
     access_log: bool = Field(
         False, description="Log every request (off: thousands per second; /metrics counts them)."
     )
+    keep_alive_s: float = Field(
+        75.0,
+        gt=0,
+        description="Seconds an idle keep-alive connection stays open. Longer than the clients' "
+        "own idle expiry (httpx 5 s, aiohttp 15 s): a server that closes first races a client "
+        "reusing the connection, which then reads a reset instead of an answer.",
+    )
 
     # --- scoring (paper's scale: format 0..10, accuracy 0 or 10)
     response_format: str = Field(

@@ -62,3 +62,30 @@ def test_the_wall_net_follows_the_cpu_budget_unless_set(monkeypatch: pytest.Monk
     monkeypatch.setenv("GTPO_RS_VERIFY_WALL_TIMEOUT_S", "2")
     with pytest.raises(ValueError, match="GTPO_RS_VERIFY_WALL_TIMEOUT_S"):
         Settings()
+
+
+def test_idle_connections_outlive_every_clients_keep_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn's default keep-alive (5 s) equals httpx's idle expiry and is shorter than
+    aiohttp's (15 s, the rollout actors' client): a client may send on a connection in the
+    instant the server closes it, and read a reset instead of an answer. The server keeps idle
+    connections open longer than either client does."""
+    import asyncio
+
+    import aiohttp
+    import httpx
+
+    async def aiohttp_expiry() -> float:
+        connector = aiohttp.TCPConnector()  # as gtpo.reward_client's AsyncRewardClient makes it
+        try:
+            return connector._keepalive_timeout
+        finally:
+            await connector.close()
+
+    ran = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, **kw: ran.update(kw))
+    main([])
+    clients = {"httpx": httpx.Limits().keepalive_expiry, "aiohttp": asyncio.run(aiohttp_expiry())}
+    assert all(ran.get("timeout_keep_alive", 5) > expiry for expiry in clients.values()), clients
+    monkeypatch.setenv("GTPO_RS_KEEP_ALIVE_S", "30")
+    main([])
+    assert ran["timeout_keep_alive"] == 30
