@@ -115,18 +115,31 @@ def test_kl_on_two_nodes_needs_the_reference_on_both(no_ray_no_network, capsys, 
 def test_every_refusal_is_listed_each_naming_its_flag(no_ray_no_network, capsys, caplog):
     argv = [
         *TWO_NODES, *GRPO_KL, "--train.batch_size", "100", "--ds.load_in_4bit",
-        "--ds.lora.rank", "128", "--vllm.num_engines", "8", "--logger.wandb.run_name", "x",
+        "--vllm.num_engines", "8", "--logger.wandb.run_name", "x",
     ]  # fmt: skip
     code, _, errors = dry_run(argv, capsys, caplog)
     assert code == 2
     for fix in (
         "Pass --ref.num_nodes 2",
         "Pass --train.batch_size 64 or 128",
-        "Drop --ds.load_in_4bit",
+        "Pass --ds.lora.rank (QLoRA",
         "Pass --vllm.num_engines 16",
         "pass --logger.wandb.key",
     ):
         assert fix in errors, fix
+
+
+def test_qlora_is_planned(no_ray_no_network, capsys, caplog):
+    """The documented two-node command with the authors' QLoRA flags passes every check, and
+    the plan shows the target modules handed to peft as its `all-linear` string."""
+    qlora = [
+        "--ds.load_in_4bit", "--ds.lora.rank", "128", "--ds.lora.alpha", "128",
+        "--ds.lora.target_modules", "all-linear",
+    ]  # fmt: skip
+    code, plan, errors = dry_run([*TWO_NODES, *qlora], capsys, caplog)
+    assert code == 0, errors
+    assert "LoRA rank 128" in plan
+    assert "--ds.lora.target_modules ['all-linear'] → all-linear" in plan_row(plan, "GTPO sets")
 
 
 def test_openrlhfs_own_checks_are_refusals_too(no_ray_no_network, capsys, caplog):

@@ -244,9 +244,15 @@ REFUSED = {
         ["--actor.num_nodes", "2", "--train.batch_size", "64"],
         "Pass --reward.remote_url with an address every node reaches",
     ),
-    "qlora": (
-        ["--ds.load_in_4bit", "--ds.lora.rank", "128"],
-        "Drop --ds.load_in_4bit and train bf16 LoRA",
+    # QLoRA trains (test_orl_qlora.py); 4-bit weights alone have nothing an optimizer updates.
+    "4bit_without_lora": (
+        ["--ds.load_in_4bit"],
+        "--ds.load_in_4bit without --ds.lora.rank: bitsandbytes' 4-bit weights are packed bytes",
+    ),
+    # OpenRLHF's Actor asserts bf16 with 4 bits, in each policy actor after Ray started.
+    "4bit_fp16": (
+        ["--ds.load_in_4bit", "--ds.lora.rank", "8", "--ds.param_dtype", "fp16"],
+        "Pass --ds.param_dtype bf16",
     ),
     "wandb_run_without_key": (
         ["--logger.wandb.run_name", "gtpo-run"],
@@ -284,6 +290,18 @@ def test_forbidden_settings_are_refused_with_what_to_change(
     assert exit_info.value.code == 2
     refused = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
     assert "refuses" in refused and message in refused
+
+
+def test_qlora_as_the_authors_ran_it_is_accepted(openrlhf_args):
+    """The paper's setting: a 4-bit base, LoRA rank 128, α 128 on every linear projection. The
+    one-item list `--ds.lora.target_modules all-linear` gives (nargs="*") reaches OpenRLHF as
+    the string peft expands (test_orl_lora.py loads a model with it)."""
+    args = openrlhf_args(
+        "--ds.load_in_4bit", "--ds.lora.rank", "128", "--ds.lora.alpha", "128",
+        "--ds.lora.target_modules", "all-linear", "--ds.param_dtype", "bf16",
+    )  # fmt: skip
+    assert args.ds.load_in_4bit and args.ds.lora.rank == 128
+    assert args.ds.lora.target_modules == "all-linear"
 
 
 def test_token_clip_correction_is_accepted_as_trl_token_truncate_is(openrlhf_args):

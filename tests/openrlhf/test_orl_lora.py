@@ -125,3 +125,130 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
     assert [last for _, last in sent] == [False] * (len(sent) - 1) + [True]
     assert len(made) > 10  # every linear layer of both blocks was merged
     assert max(alive_at_send) == 1, alive_at_send  # OpenRLHF's loop: all of them at once
+
+
+# --- QLoRA: a 4-bit base (--ds.load_in_4bit) -----------------------------------------------
+
+PROJECTIONS = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """A tiny Llama saved as a checkpoint, for OpenRLHF's Actor to load (in 4 bits or not)."""
+    config = LlamaConfig(
+        vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path
+
+
+def openrlhf_actor(path, ds):
+    """OpenRLHF's Actor as its policy actor builds it (`PolicyModelActor.
+    init_model_from_pretrained`), from the parsed `args.ds`, without DeepSpeed."""
+    from openrlhf.models import Actor
+
+    return Actor(
+        str(path), attn_implementation="sdpa", param_dtype=ds.param_dtype,
+        load_in_4bit=ds.load_in_4bit, lora_rank=ds.lora.rank, lora_alpha=ds.lora.alpha,
+        target_modules=ds.lora.target_modules, lora_dropout=ds.lora.dropout,
+    )  # fmt: skip
+
+
+def adapted_layers(model) -> set[str]:
+    from peft.tuners.lora import LoraLayer
+
+    return {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, LoraLayer)}
+
+
+@pytest.mark.parametrize("four_bit", [False, True], ids=["bf16", "4bit"])
+def test_all_linear_on_the_command_line_adapts_every_projection(
+    openrlhf_args, tiny_checkpoint, four_bit
+):
+    """`--ds.lora.target_modules all-linear`, as both LoRA recipes pass it, reaches OpenRLHF as
+    the list ['all-linear'] (nargs="*"), and peft failed to load the model with it ("Target
+    modules {'all-linear'} not found"). Through the launcher's parse and OpenRLHF's own model
+    loading: every linear projection is adapted; a list of names stays a list."""
+    if four_bit:
+        pytest.importorskip("bitsandbytes")
+    flags = ["--ds.lora.rank", "4", *(["--ds.load_in_4bit"] if four_bit else [])]
+    args = openrlhf_args(*flags, "--ds.lora.target_modules", "all-linear")
+    assert adapted_layers(openrlhf_actor(tiny_checkpoint, args.ds).model) == PROJECTIONS
+    args = openrlhf_args(*flags, "--ds.lora.target_modules", "q_proj", "v_proj")
+    assert args.ds.lora.target_modules == ["q_proj", "v_proj"]
+    assert adapted_layers(openrlhf_actor(tiny_checkpoint, args.ds).model) == {"q_proj", "v_proj"}
+
+
+def qlora_model(path, target_modules, rank=4, alpha=8):
+    """OpenRLHF's QLoRA policy model (NF4 base, double quant, bf16 adapters) with trained
+    adapters: B no longer zero."""
+    pytest.importorskip("bitsandbytes")
+    from types import SimpleNamespace
+
+    lora = SimpleNamespace(rank=rank, alpha=alpha, target_modules=target_modules, dropout=0)
+    ds = SimpleNamespace(param_dtype="bf16", load_in_4bit=True, lora=lora)
+    model = openrlhf_actor(path, ds).model
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(std=0.5)
+    return model
+
+
+@pytest.mark.parametrize("targets", ["all-linear", ["q_proj", "v_proj"]])
+def test_qlora_sync_sends_the_dequantized_base_with_the_adapters_merged(tiny_checkpoint, targets):
+    """With a 4-bit base every sent weight is a weight in the engine's dtype (bf16): each 4-bit
+    layer's NF4 base dequantized (tests/openrlhf/nf4_reference.py, from the format), its LoRA
+    update B·A·α/r added; a 4-bit layer LoRA does not target, dequantized. The old sync added
+    the update to the packed NF4 bytes and sent uint8 tensors of shape [n·m/2, 1]."""
+    from nf4_reference import bf16_rounding_ratio, dequantize_nf4
+
+    model = qlora_model(tiny_checkpoint, targets)
+    checkpoint = dict(LlamaForCausalLM.from_pretrained(tiny_checkpoint).named_parameters())
+    sent = dict(rollout_parameters(model, gather=False))
+    assert list(sent) == list(checkpoint)  # the engine's names, in order, no adapter tensors
+    quantized = 0
+    for peft_name, param in model.named_parameters():
+        if "lora_" in peft_name:
+            continue
+        name = base_name(peft_name)
+        state = getattr(param, "quant_state", None)
+        if state is None:  # embeddings and norms: sent as they are (DeepSpeed casts them to bf16)
+            assert torch.equal(sent[name], param), name
+            continue
+        quantized += 1
+        assert sent[name].dtype == torch.bfloat16 and sent[name].shape == checkpoint[name].shape
+        base = dequantize_nf4(param.data, state.as_dict())
+        # NF4 keeps a weight within about a tenth of its norm; packed bytes are nowhere near.
+        error = (base - checkpoint[name].float()).norm() / checkpoint[name].float().norm()
+        assert error < 0.15, (name, float(error))
+        update = torch.zeros_like(base)
+        if peft_name.endswith(".base_layer.weight"):
+            layer = model.get_submodule(peft_name.removesuffix(".base_layer.weight"))
+            a, b = layer.lora_A["default"].weight.float(), layer.lora_B["default"].weight.float()
+            update = (b @ a) * layer.scaling["default"]
+        assert bf16_rounding_ratio(sent[name], base, update) <= 1, name
+    assert quantized == 2 * len(PROJECTIONS)  # every projection is 4-bit, targeted or not
+
+
+def test_a_weight_repacked_for_bitsandbytes_cpu_kernel_is_refused(tiny_checkpoint):
+    """bitsandbytes 0.50 on a CPU with AVX-512 BF16 repacks a 4-bit weight at its first no-grad
+    eval forward (tests/standins/bnb_cpu_layout.py); `dequantize_4bit` reads that layout as
+    garbage, so the sync stops instead of sending it. Repacked here with bitsandbytes' own
+    conversion, which `Linear4bit.forward` calls."""
+    pytest.importorskip("bitsandbytes")
+    from bitsandbytes.functional import _convert_weight_packed_for_cpu
+
+    from gtpo.openrlhf.lora import CPU_REPACKED
+
+    model = qlora_model(tiny_checkpoint, "all-linear")
+    weight = model.get_submodule("base_model.model.model.layers.0.self_attn.q_proj.base_layer")
+    weight = weight.weight
+    packed, state = _convert_weight_packed_for_cpu(weight.data, weight.quant_state)
+    weight.data, weight.quant_state = packed, state
+    with pytest.raises(RuntimeError, match="repacked") as refused:
+        dict(rollout_parameters(model, gather=False))
+    assert str(refused.value) == CPU_REPACKED

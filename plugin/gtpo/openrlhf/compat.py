@@ -255,7 +255,12 @@ REMOTE_URL = Arg("reward.remote_url")
 MAX_NEW_TOKENS = Arg("rollout.max_new_tokens")
 MAX_LEN = Arg("data.max_len")
 LOAD_IN_4BIT = Arg("ds.load_in_4bit")
+PARAM_DTYPE = Arg("ds.param_dtype")
 LORA_RANK = Arg("ds.lora.rank")
+# nargs="*" with the default string "all-linear": a command line's value arrives as a list.
+LORA_TARGET_MODULES = Arg("ds.lora.target_modules")
+ALL_LINEAR = "all-linear"  # peft's shorthand (a string only): every linear layer but the head
+BF16 = "bf16"  # PARAM_DTYPE; with LOAD_IN_4BIT, Actor asserts it (the NF4 compute dtype)
 # W&B starts only when the key is set (PPOTrainer: `WandbLogger(args) if
 # args.logger.wandb.key else None`); the other wandb flags alone change nothing.
 TENSORBOARD_DIR = Arg("logger.tensorboard_dir")
@@ -275,7 +280,7 @@ ARGS = (
     VLLM_TENSOR_PARALLEL_SIZE, MODEL, PROMPT_DATASET, PROMPT_PROBS, TENSORBOARD_DIR, INPUT_KEY,
     LABEL_KEY, MAX_SAMPLES, NUM_EPISODES, REMOTE_URL, MAX_NEW_TOKENS, MAX_LEN, LOAD_IN_4BIT,
     LORA_RANK, WANDB_KEY, *WANDB_SETTINGS, IS_CORRECTION_LEVEL, IS_CORRECTION_MODE,
-    PREFIX_CACHING, SYNC_WITH_RAY,
+    PREFIX_CACHING, SYNC_WITH_RAY, PARAM_DTYPE, LORA_TARGET_MODULES,
 )  # fmt: skip
 
 

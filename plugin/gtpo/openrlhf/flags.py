@@ -140,20 +140,30 @@ def _refusals(args: Any) -> list[str]:
     if split:
         problems.append(split)
     if compat.LOAD_IN_4BIT.get(args):
-        problems.append(_QLORA_REFUSAL)
+        problems += _4bit_refusals(args)
     return problems
 
 
-# The authors' own setting is QLoRA (4-bit base, rank 128); the weight sync cannot serve it.
-_QLORA_REFUSAL = (
-    f"{compat.LOAD_IN_4BIT.flag}: the weight sync to the rollout engines reads each weight's "
-    "param.data, which bitsandbytes' 4-bit layers hold as packed NF4 bytes, not weights. With "
-    f"{compat.LORA_RANK.flag} the merge W + B·A·α/r (gtpo/openrlhf/lora.py) would add the "
-    "adapters' update to those bytes, and without LoRA OpenRLHF sends the bytes as they are: "
-    "either way vLLM would generate from garbage. Drop "
-    f"{compat.LOAD_IN_4BIT.flag} and train bf16 LoRA ({compat.LORA_RANK.flag} 128 keeps the "
-    "authors' rank)."
-)
+def _4bit_refusals(args: Any) -> list[str]:
+    """QLoRA (`--ds.load_in_4bit` with LoRA, the authors' setting) trains, and the weight sync
+    sends the dequantized base with the adapters merged (`lora.py`). What it cannot train."""
+    problems = []
+    if not compat.LORA_RANK.get(args):
+        problems.append(
+            f"{compat.LOAD_IN_4BIT.flag} without {compat.LORA_RANK.flag}: bitsandbytes' 4-bit "
+            "weights are packed bytes that no optimizer can update, so only the embeddings and "
+            "norms would train, and OpenRLHF's weight sync would send the packed bytes to vLLM "
+            f"as weights. Pass {compat.LORA_RANK.flag} (QLoRA: the authors used 128 with "
+            f"--ds.lora.alpha 128), or drop {compat.LOAD_IN_4BIT.flag}."
+        )
+    dtype = compat.PARAM_DTYPE.get(args)
+    if dtype != compat.BF16:
+        problems.append(
+            f"{compat.LOAD_IN_4BIT.flag} with {compat.PARAM_DTYPE.flag} {dtype}: OpenRLHF "
+            "computes the 4-bit layers in bf16 only (its Actor asserts it while loading the "
+            f"model, after Ray has started). Pass {compat.PARAM_DTYPE.flag} {compat.BF16}."
+        )
+    return problems
 
 
 def _wandb_refusal(args: Any, given_flags: Collection[str]) -> str | None:
@@ -436,20 +446,32 @@ def _unclip_centred_rewards(args: Any, given_flags: Collection[str]) -> None:
     )
 
 
+def _lora_target_modules_as_peft_reads_them(args: Any) -> None:
+    """`--ds.lora.target_modules all-linear` on a command line reaches OpenRLHF as the list
+    `['all-linear']` (its flag has nargs="*"; only the default is the string), and peft expands
+    only the string: with the list it looks for a module named `all-linear` and fails at model
+    load ("Target modules {'all-linear'} not found in the base model"), inside each policy
+    actor after Ray and the engines have started. The one-item list becomes the string."""
+    modules = compat.LORA_TARGET_MODULES.get(args)
+    if isinstance(modules, list) and modules == [compat.ALL_LINEAR]:
+        compat.LORA_TARGET_MODULES.set(args, compat.ALL_LINEAR)
+
+
 def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
     """Check hierarchized OpenRLHF args against GTPO and set what GTPO owns, in place.
 
     Raises GTPOConfigError listing every refused setting: OpenRLHF's that contradict GTPO, the
     `--gtpo.*` values GTPOConfig refuses, OpenRLHF's layout rules that it checks only after Ray
-    has started (`plan.layout_refusals`), 4-bit weights, and a W&B run named without a key
-    (the key is taken from WANDB_API_KEY when set). In GTPO mode sets `--actor.entropy_coef` to −γ
-    in the penalty form (None when γ = 0 and in the advantage form, whose γ⟨H⟩_i goes into the
-    advantages; None also skips OpenRLHF's extra entropy pass) and, unless
-    `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the command line),
-    `--actor.loss_agg_mode seq-mean-token-mean`: Eq. 7 averages each completion's tokens
-    (1/|o_i|) before averaging completions. With dr_grpo (GTPO or the GRPO baseline) and no
-    `--reward.clip_range` given, OpenRLHF's clamp of the centred rewards is switched off
-    (`_unclip_centred_rewards`). Logs a warning for settings that make training off-policy.
+    has started (`plan.layout_refusals`), 4-bit weights without LoRA or bf16, and a W&B run
+    named without a key (the key is taken from WANDB_API_KEY when set). In GTPO mode sets
+    `--actor.entropy_coef` to −γ in the penalty form (None when γ = 0 and in the advantage
+    form, whose γ⟨H⟩_i goes into the advantages; None also skips OpenRLHF's extra entropy
+    pass) and, unless `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the
+    command line), `--actor.loss_agg_mode seq-mean-token-mean`: Eq. 7 averages each
+    completion's tokens (1/|o_i|) before averaging completions. With dr_grpo (GTPO or the GRPO
+    baseline) and no `--reward.clip_range` given, OpenRLHF's clamp of the centred rewards is
+    switched off (`_unclip_centred_rewards`). `--ds.lora.target_modules all-linear` is handed to
+    peft as the string it expands. Logs a warning for settings that make training off-policy.
     """
     config, config_problems = _checked_config(args)
     problems = _refusals(args) + (_gtpo_refusals(args, config) if config.is_gtpo else [])
@@ -469,6 +491,7 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
         if compat.LOSS_AGG_MODE.flag not in given_flags:
             compat.LOSS_AGG_MODE.set(args, compat.COMPLETION_MEAN)
     _unclip_centred_rewards(args, given_flags)
+    _lora_target_modules_as_peft_reads_them(args)
     _warnings(args, config)
     logger.info("GTPO settings: %s", config)
     return config

@@ -13,6 +13,13 @@ The sync streams them (`compat.stream_to_engines`): each merged copy is sent and
 the next is made, so a rank holds one extra layer, not a merged copy of every adapted layer
 (OpenRLHF lists every parameter before it sends the first). `benchmarks/lora_sync_memory.py`
 measures the difference.
+
+QLoRA (`--ds.load_in_4bit`): bitsandbytes holds each 4-bit base weight as packed NF4 bytes
+(`Params4bit`, uint8, shape [n·m/2, 1]) with a quant state (block absmax, itself quantized:
+double quant). The sync dequantizes it (`bitsandbytes.functional.dequantize_4bit`) before adding
+the adapters' update, and sends the result in the dtype the base was quantized from, the
+engine's (bf16); a 4-bit layer LoRA does not target is sent dequantized too. The engine gets
+dequant(W_nf4) + B·A·α/r: the model the trainer's forward computes, bf16 rounding aside.
 """
 
 from __future__ import annotations
@@ -54,22 +61,56 @@ def rollout_parameters(model: Any, gather: bool) -> Iterator[tuple[str, torch.Te
         if any(marker in name for marker in ADAPTER_MARKERS):
             continue
         layer = _lora_layer(model, name)
-        if layer is None:
+        if layer is None and not is_4bit(param):
             yield base_name(name), param
             continue
-        adapters = [a for a in layer.active_adapters if a in layer.lora_A]
+        adapters = [a for a in layer.active_adapters if a in layer.lora_A] if layer else []
         parts = [param] + [p for a in adapters for p in _adapter_parameters(layer, a)]
         with deepspeed.zero.GatheredParameters(parts, enabled=gather):
-            merged = param.data.float().clone()
+            merged = _float_copy(param)
             if not getattr(layer, "merged", False):
                 for adapter in adapters:
                     merged += layer.get_delta_weight(adapter).float()
-            merged = merged.to(param.dtype)
+            merged = merged.to(rollout_dtype(param))
         merged.ds_shape = merged.shape
         # Marked trainable: OpenRLHF's VLM sync sends only those, and the adapters moved it.
         merged.requires_grad_(True)
         yield base_name(name), merged
         del merged  # not held while the next one is made
+
+
+def is_4bit(param: torch.Tensor) -> bool:
+    """A bitsandbytes 4-bit weight (`Params4bit`): packed bytes and the quant state that reads
+    them. Checked by attribute, so that bitsandbytes is imported only when a model has one."""
+    return getattr(param, "quant_state", None) is not None
+
+
+def rollout_dtype(param: torch.Tensor) -> torch.dtype:
+    """The dtype the engine receives `param` in: a 4-bit weight's original dtype (the
+    model's, bf16; vLLM's weight loading asserts it is the engine's), else the param's own."""
+    return param.quant_state.dtype if is_4bit(param) else param.dtype
+
+
+def _float_copy(param: torch.Tensor) -> torch.Tensor:
+    """The weight's values in a new float32 tensor: a 4-bit weight dequantized (NF4 code × the
+    block's absmax, the absmax itself dequantized first under double quant)."""
+    if is_4bit(param):
+        from bitsandbytes.functional import dequantize_4bit
+
+        if getattr(param.quant_state, "packing_format_for_cpu", False):
+            raise RuntimeError(CPU_REPACKED)
+        return dequantize_4bit(param.data, param.quant_state).float()
+    return param.data.float().clone()
+
+
+# bitsandbytes 0.50 on a CPU with AVX-512 BF16 repacks a 4-bit weight in place at its first
+# no-grad eval forward (OpenRLHF's experience forward is one); never on a GPU.
+CPU_REPACKED = (
+    "bitsandbytes repacked a 4-bit weight for its CPU inference kernel (AVX-512 BF16): "
+    "dequantize_4bit does not read that layout, and the kernel has no backward, so the base "
+    "layers pass no gradient. QLoRA (--ds.load_in_4bit) trains on a GPU; on this CPU drop "
+    "--ds.load_in_4bit."
+)
 
 
 def rollout_parameter_count(model: Any) -> int:
