@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import logging
 import os
 import shutil
 import tempfile
 
 import uvicorn
 
+from reward_server.app import SUPERVISOR_PID
+from reward_server.connections import LimitedHttpProtocol
 from reward_server.settings import Settings
+
+log = logging.getLogger("reward_server")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,7 +53,14 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["GTPO_RS_LOG_LEVEL"] = args.log_level
     if args.verify_workers is not None:
         os.environ["GTPO_RS_VERIFY_WORKERS"] = str(args.verify_workers)
-    Settings()  # fail early, with pydantic's message, on a bad environment
+    settings = Settings()  # fail early, with pydantic's message, on a bad environment
+    if settings.api_token is None and not loopback(args.host):
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        log.warning(
+            "serving %s without a token: anyone who reaches this address can score and load "
+            "the server; set GTPO_RS_API_TOKEN (its clients send it as Authorization: Bearer)",
+            args.host,
+        )
 
     # Several uvicorn workers each count their own requests; prometheus_client's multiprocess
     # mode makes every worker write its samples to a shared folder and /metrics sum them, so a
@@ -56,12 +69,28 @@ def main(argv: list[str] | None = None) -> None:
     if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         metrics_dir = tempfile.mkdtemp(prefix="gtpo-rs-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    # Several uvicorn workers end with their supervisor (app.end_with_supervisor).
+    if args.workers > 1:
+        os.environ[SUPERVISOR_PID] = str(os.getpid())
+    else:
+        os.environ.pop(SUPERVISOR_PID, None)
     try:
         _serve(args)
     finally:
+        os.environ.pop(SUPERVISOR_PID, None)
         if metrics_dir is not None:
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` is only reachable from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to
 
 
 def _serve(args: argparse.Namespace) -> None:
@@ -76,6 +105,7 @@ def _serve(args: argparse.Namespace) -> None:
         timeout_graceful_shutdown=10,
         timeout_keep_alive=settings.keep_alive_s,
         access_log=settings.access_log,
+        http=LimitedHttpProtocol,  # header, body and send deadlines, header and connection caps
     )
 
 

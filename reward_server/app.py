@@ -6,6 +6,9 @@ and the middleware together.
 """
 
 import logging
+import os
+import re
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,15 +17,16 @@ from fastapi.exceptions import RequestValidationError
 
 from reward_server.metrics import Metrics, process_exited
 from reward_server.middleware import BodySizeLimit, EchoRequestId, RequestMetrics
-from reward_server.pool import VerifierPool
+from reward_server.pool import VerifierPool, die_with_parent
 from reward_server.routes import (
     ROUTE_PATHS,
     Service,
     invalid_request,
     router,
+    token_accepted,
     unexpected_error,
 )
-from reward_server.scoring import Scorer
+from reward_server.scoring import ItemErrors, Scorer
 from reward_server.settings import Settings
 from reward_server.verify import Verifier, symbolic_equivalent
 
@@ -46,14 +50,16 @@ def build_service(settings: Settings) -> Service:
         on_rerun=metrics.on_rerun,
         on_timeout=metrics.on_timeout,
     )
+    errors = ItemErrors(metrics.on_item_error)
     verifier = Verifier(
         pool,
         cache_size=settings.cache_size,
         max_chars=settings.max_answer_chars,
         max_nesting=settings.max_nesting,
         on_cache=metrics.on_cache,
+        on_error=errors.report,
     )
-    return Service(settings, metrics, pool, verifier, Scorer(settings, verifier))
+    return Service(settings, metrics, pool, verifier, Scorer(settings, verifier, errors))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -72,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             service.metrics.workers_ready.set(0)
             await service.pool.close()
+            service.scorer.close()
             process_exited()
 
     app = FastAPI(
@@ -84,17 +91,57 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, unexpected_error)
     app.include_router(router)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    token = None if settings.api_token is None else settings.api_token.get_secret_value()
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        max_pending_bytes=settings.max_pending_body_bytes,
+        accepts=lambda scope: token_accepted(scope, token),  # the body of a 401 is never read
+    )
     app.add_middleware(RequestMetrics, metrics=service.metrics, routes=ROUTE_PATHS)  # 413s too
     app.add_middleware(EchoRequestId)  # outermost: every answer carries its id, 413s and 500s too
     return app
 
 
+# Set by the console script for its uvicorn worker processes: the supervisor's pid.
+SUPERVISOR_PID = "GTPO_RS_SUPERVISOR_PID"
+
+
+def end_with_supervisor() -> None:
+    """In a uvicorn worker process: shut down (SIGTERM, uvicorn's graceful stop) when the
+    supervisor dies. After ``kill -9`` of the supervisor its workers kept serving, and kept the
+    port, so that a restart failed with EADDRINUSE."""
+    supervisor = os.environ.get(SUPERVISOR_PID)
+    if supervisor is None or os.getpid() == int(supervisor):
+        return
+    die_with_parent(signal.SIGTERM)
+    if os.getppid() != int(supervisor):  # it died before the signal was asked for
+        raise SystemExit("the gtpo-reward-server supervisor is gone; not serving")
+
+
+class HideTokens(logging.Filter):
+    """Write every ``token=`` of a logged URL as ``token=***`` (uvicorn's access log records
+    the path with its query, where clients that cannot send headers put the token)."""
+
+    _TOKEN = re.compile(r"(?<=[?&]token=)[^&\s\"]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self._TOKEN.sub("***", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
 def app_from_env() -> FastAPI:
     """uvicorn factory (``--factory reward_server.app:app_from_env``): settings from GTPO_RS_*."""
+    end_with_supervisor()
     settings = Settings()
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, HideTokens) for f in access.filters):
+        access.addFilter(HideTokens())
     return create_app(settings)

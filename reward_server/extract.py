@@ -75,17 +75,23 @@ def _prompt_end(query: str, prompt: str) -> int | None:
 
 
 def strip_end_tokens(text: str, extra_tokens: tuple[str, ...] | list[str] = ()) -> str:
-    """Drop trailing whitespace and end-of-turn tokens (repeatedly: '</s><pad><pad>')."""
-    tokens = tuple(extra_tokens) + END_TOKENS
+    """Drop trailing whitespace and end-of-turn tokens (repeatedly: '</s><pad><pad>').
+
+    One walk back from the end, copying the text once: a policy that repeats its end token
+    (800 KB of '</s>') cost a copy of the whole response per token, 1.1 s for 200,000 of them."""
+    tokens = [tok for tok in (*extra_tokens, *END_TOKENS) if tok]
+    end = len(text)
+    last = None  # the token found last: a run repeats one token, so it is tried first
     while True:
-        stripped = text.rstrip()
-        for tok in tokens:
-            if tok and stripped.endswith(tok):
-                stripped = stripped[: -len(tok)]
-                break
-        else:
-            return stripped
-        text = stripped
+        while end and text[end - 1].isspace():
+            end -= 1
+        if last is not None and text.endswith(last, 0, end):
+            end -= len(last)
+            continue
+        last = next((tok for tok in tokens if text.endswith(tok, 0, end)), None)
+        if last is None:
+            return text[:end]
+        end -= len(last)
 
 
 def split_query(
@@ -151,26 +157,60 @@ def last_braced(text: str, command: str) -> str | None:
 
 
 _MATH_DELIMS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
 # The LaTeX commands whose argument is text (every reader of the checker uses this one list).
 TEXT_COMMAND = r"\\(?:text(?:bf|it|rm|normal|sf)?|math(?:rm|bf|it)|mbox|operatorname|emph)"
 
 # What may stand between two boxes of one list of answers: "\boxed{2}, \boxed{3}",
 # "$\boxed{2}$ and $\boxed{3}$", "\boxed{3} \text{ or } \boxed{4}", and LaTeX's spacing and line
 # breaks: "\boxed{2} \quad \boxed{3}", "\boxed{2} \\ \boxed{3}", "\boxed{2}\text{, }\boxed{3}".
-_GAP_FILLER = r"(?:[\s$,;&~]|\\(?:quad|qquad|[,;:! ])|\\\\|\\text\{\s*[,;]?\s*\})*"
+# Matched by `_box_gap` a run at a time, never as one pattern of two fillers around an optional
+# word: two quantifiers that can both take a space backtrack in quadratic time on a gap of
+# spaces that is no gap (12,000 spaces before an "x" took 3 s).
+_GAP_FILLER = re.compile(r"(?:[\s$,;&~]|\\(?:quad|qquad|[,;:! ])|\\\\|\\text\{\s*(?:[,;]\s*)?\})+")
 # A part label of a multi-part answer: "(a)", "(ii)", "\text{(b) }", "b)". Between boxes it
 # labels the next part ("(a) \boxed{3} (b) \boxed{5}" answers 3 and 5).
-PART_LABEL = r"(?:\\text\{\s*)?\(?\s*(?P<label>[a-h]|i{1,3}|iv|vi{0,3})\s*\)\s*\}?"
-_BOX_GAP = re.compile(
-    _GAP_FILLER + r"(?:(?:\\text\{\s*)?(?:and|or)(?:\s*\})?|" + PART_LABEL + ")?" + _GAP_FILLER
-)
+PART_LABEL = r"(?:\\text\{)?\s*(?:\(\s*)?(?P<label>[a-h]|i{1,3}|iv|vi{0,3})\s*\)\s*\}?"
+_GAP_WORD = re.compile(r"(?:\\text\{\s*)?(?:and|or)(?:\s*\})?|" + PART_LABEL)
 # What may surround the boxes of an answer without changing it: math delimiters, punctuation
-# and an answer phrase ("The final answer is \boxed{5}.").
-_BOX_WRAPPING = re.compile(
-    r"[\s$.,;:]*(?:(?:so|thus|therefore|hence)?,?\s*(?:the\s+)?(?:final\s+)?(?:answer|result)(?:\s+is)?"
-    r"\s*[:=]?)?[\s$.,;:]*",
+# (`_WRAPPING_MARKS`, stripped from both ends first) and an answer phrase ("The final answer is
+# \boxed{5}.").
+_WRAPPING_MARKS = "$.,;:"  # and whitespace
+_LEADING_MARKS = re.compile(rf"[\s{re.escape(_WRAPPING_MARKS)}]*")
+_ANSWER_PHRASE = re.compile(
+    r"(?:(?:so|thus|therefore|hence)?,?\s*(?:the\s+)?(?:final\s+)?(?:answer|result)(?:\s+is)?"
+    r"\s*[:=]?)?",
     re.IGNORECASE,
 )
+
+
+def _box_gap(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` only separates two boxes of one list: filler, at most one
+    joining word or part label, filler. Linear in the gap's length."""
+    i = _skip(_GAP_FILLER, text, start, end)
+    if i < end:
+        word = _GAP_WORD.match(text, i, end)
+        if word is None:
+            return False
+        i = _skip(_GAP_FILLER, text, word.end(), end)
+    return i == end
+
+
+def _skip(pattern: re.Pattern[str], text: str, i: int, end: int) -> int:
+    """Where the run of ``pattern`` that starts at ``text[i]`` ends (``i`` when there is none)."""
+    m = pattern.match(text, i, end)
+    return m.end() if m else i
+
+
+def _only_wrapping(outside: str) -> bool:
+    """Whether the text around an answer's boxes only wraps them (delimiters, punctuation, an
+    answer phrase). The marks are stripped from both ends first, in linear time: one pattern
+    with marks on both sides of an optional phrase took 4 s on 12,000 spaces before an "x"."""
+    start = _skip(_LEADING_MARKS, outside, 0, len(outside))
+    end = len(outside)
+    while end > start and (outside[end - 1].isspace() or outside[end - 1] in _WRAPPING_MARKS):
+        end -= 1
+    return _ANSWER_PHRASE.fullmatch(outside, start, end) is not None
 
 
 def _braced_at(text: str, i: int) -> int | None:
@@ -187,6 +227,10 @@ def _braced_at(text: str, i: int) -> int | None:
 
 
 _BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\{")
+# Boxes inside boxes unwrapped at most this deep ("\\boxed{\\boxed{7}}" is two). Deeper ones stay
+# as written, for the cost guard to refuse (too long or too nested): unwrapping them by recursion
+# raised RecursionError at 400 levels, in an answer or a label, and failed the whole batch.
+MAX_BOX_DEPTH = 8
 
 
 def boxes(text: str) -> list[tuple[int, int, str]]:
@@ -212,7 +256,7 @@ def box_groups(found: list[tuple[int, int, str]], text: str) -> list[list[tuple[
     commas, "and", "or" or spacing are one list of answers, never two candidates."""
     groups: list[list[tuple[int, int, str]]] = []
     for box in found:
-        if groups and _BOX_GAP.fullmatch(text, groups[-1][-1][1], box[0]):
+        if groups and _box_gap(text, groups[-1][-1][1], box[0]):
             groups[-1].append(box)
         else:
             groups.append([box])
@@ -221,19 +265,25 @@ def box_groups(found: list[tuple[int, int, str]], text: str) -> list[list[tuple[
 
 def _unwrap_delims(text: str) -> str:
     """Drop math delimiters around the whole text, never around two formulas: in ``$9$ eggs,
-    so $18$`` the dollar signs at both ends belong to different formulas."""
+    so $18$`` the dollar signs at both ends belong to different formulas. Each layer moves two
+    indices inwards (no copy per layer: linear however many layers ``\\(\\(\\(…`` nests)."""
+    start, end = 0, len(text)
     changed = True
     while changed:
         changed = False
         for left, right in _MATH_DELIMS:
-            long_enough = len(text) >= len(left) + len(right)
-            if long_enough and text.startswith(left) and text.endswith(right):
-                inner = text[len(left) : len(text) - len(right)]
-                if left.startswith("$") and re.search(r"(?<!\\)\$", inner):
+            long_enough = end - start >= len(left) + len(right)
+            if long_enough and text.startswith(left, start) and text.endswith(right, start, end):
+                inner, inner_end = start + len(left), end - len(right)
+                if left.startswith("$") and _UNESCAPED_DOLLAR.search(text, inner, inner_end):
                     continue
-                text = inner.strip()
+                while inner < inner_end and text[inner].isspace():
+                    inner += 1
+                while inner_end > inner and text[inner_end - 1].isspace():
+                    inner_end -= 1
+                start, end = inner, inner_end
                 changed = True
-    return text
+    return text[start:end]
 
 
 # "\\boxed 5", "\\boxed {5}", "\\boxed5": the braces TeX lets a writer leave out. They are put back
@@ -276,7 +326,7 @@ def _brace_boxes(text: str) -> str:
     return _BRACELESS_BOX.sub(braced, text)
 
 
-def unwrap_math(text: str, *, prose: bool = False) -> str:
+def unwrap_math(text: str, *, prose: bool = False, _depth: int = 0) -> str:
     """Remove ``\\boxed{}``/``\\fbox{}`` and math delimiters.
 
     Several boxes separated only by commas, "and" or "or" are one list of answers
@@ -291,9 +341,11 @@ def unwrap_math(text: str, *, prose: bool = False) -> str:
         return _unwrap_delims(text)
     group = box_groups(found, text)[-1]
     outside = text[: group[0][0]] + " " + text[group[-1][1] :]
-    if prose or (len(group) == len(found) and _BOX_WRAPPING.fullmatch(outside)):
+    if prose or (len(group) == len(found) and _only_wrapping(outside)):
+        if _depth == MAX_BOX_DEPTH:
+            return text  # boxes in boxes this deep are no answer: left for the cost guard
         # A box inside a box ("\\boxed{\\boxed{7}}") is unwrapped too; each level is shorter.
-        return ", ".join(unwrap_math(c, prose=prose) for _, _, c in group)
+        return ", ".join(unwrap_math(c, prose=prose, _depth=_depth + 1) for _, _, c in group)
     pieces, pos = [], 0
     for start, end, content in found:
         pieces += [text[pos:start], content]

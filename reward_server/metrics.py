@@ -54,6 +54,19 @@ class Metrics:
         )
         for cause in (CAUSE_CPU, CAUSE_WALL, CAUSE_QUEUE):
             self.timeouts.labels(cause)  # exported at 0 from the start
+        self.not_computed = Counter(
+            "gtpo_rs_not_computed",
+            "Verdicts that could not be computed in time (wall_timeout, queue_timeout, "
+            "worker_error): their request was answered 503 with Retry-After, never scored",
+            registry=r,
+        )
+        self.item_errors = Counter(
+            "gtpo_rs_item_errors",
+            "Items scored 0 because reading or checking them raised, by stage (response, "
+            "answer, reference, check) and exception type",
+            ["stage", "error"],
+            registry=r,
+        )
         self.cache = Counter(
             "gtpo_rs_cache_lookups",
             "Verdict cache lookups (hit includes in-flight sharing)",
@@ -122,6 +135,9 @@ class Metrics:
 
     def on_timeout(self, cause: str) -> None:
         self.timeouts.labels(cause).inc()
+
+    def on_item_error(self, stage: str, error: str) -> None:
+        self.item_errors.labels(stage, error).inc()
 
 
 def exposition(metrics: Metrics) -> tuple[bytes, str]:

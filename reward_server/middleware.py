@@ -6,6 +6,7 @@ Pure ASGI classes (no per-request task, unlike ``BaseHTTPMiddleware``); ``app.py
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,19 +17,48 @@ from reward_server.metrics import Metrics
 class BodySizeLimit:
     """Reject bodies over ``max_bytes`` with 413: at once by Content-Length, else while reading a
     chunked upload (which has none). The body is read here, up to the limit, and replayed to the
-    app: every route needs all of it to parse the JSON anyway."""
+    app: every route needs all of it to parse the JSON anyway.
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    Two bounds on the memory that bodies hold while they arrive: a request that ``accepts``
+    refuses (a missing or wrong token) goes to the app unread, which answers 401 without
+    buffering anything (24 unauthenticated connections each holding 15 MB of a 16 MB body held
+    345 MB); and the bodies being received, all requests together, hold at most
+    ``max_pending_bytes``: past it a request is answered 503 with Retry-After and its part
+    freed. A body sent too slowly is cut by the connection's body deadline (connections.py)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        max_pending_bytes: int | None = None,
+        accepts: Callable[[Scope], bool] = lambda scope: True,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_pending_bytes = max_pending_bytes
+        self.accepts = accepts
+        self.pending = 0  # bytes of bodies being received, every request together
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
         detail = f"request body exceeds {self.max_bytes} bytes (GTPO_RS_MAX_BODY_BYTES)"
         await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
 
+    async def _busy(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = (
+            f"request bodies being received hold over {self.max_pending_bytes} bytes "
+            "(GTPO_RS_MAX_PENDING_BODY_BYTES); retry"
+        )
+        headers = {"Retry-After": "1", "Connection": "close"}
+        await JSONResponse({"detail": detail}, status_code=503, headers=headers)(
+            scope, receive, send
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
+            return
+        if not self.accepts(scope):
+            await self.app(scope, receive, send)  # refused before the body is read
             return
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
@@ -36,18 +66,26 @@ class BodySizeLimit:
                 return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # client went away
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._reject(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # client went away
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                self.pending += len(chunk)
+                if size > self.max_bytes:
+                    await self._reject(scope, receive, send)
+                    return
+                if self.max_pending_bytes is not None and self.pending > self.max_pending_bytes:
+                    chunks.clear()
+                    await self._busy(scope, receive, send)
+                    return
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        finally:
+            self.pending -= size
         replayed = False
 
         async def replay() -> Message:

@@ -15,6 +15,9 @@ check at a time under two bounds:
   on the check is SIGKILLed: it bounds how long any answer can take when the machine is so busy
   that the budget alone would take too long, and catches a check that hangs without using CPU.
 
+Checks wait for a worker in a fair queue (``FairQueue``): one FIFO per client, served by
+the worker time each client has used, so one client's big batches cannot hold the others back.
+
 A killed worker is replaced while the other workers keep serving. A check whose worker dies
 under it for another reason (killed by an operator or the OOM killer, or exited after a
 MemoryError on an earlier answer) is run again on the replacement, within the safety net, so a
@@ -30,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import heapq
 import itertools
 import logging
 import multiprocessing as mp
@@ -38,8 +42,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from reward_server.protocol import Reason
@@ -67,11 +72,12 @@ PROCESS_NAME = "gtpo-rs-verify"  # what ps/top show for a verification worker (L
 
 @dataclass(frozen=True)
 class PoolResult:
-    """Outcome of one check: ``equal`` is never True for ``timeout``/``worker_error``."""
+    """Outcome of one check: ``equal`` is True only for ``equivalent``."""
 
     equal: bool
     reason: str
     cause: str | None = None  # a timeout's cause: CAUSE_CPU, CAUSE_WALL or CAUSE_QUEUE
+    error: str | None = None  # ``check_error``: the exception the check raised in its worker
 
 
 # Why a check timed out (the ``cause`` label of ``gtpo_rs_verify_timeouts_total``): its CPU
@@ -82,12 +88,12 @@ CAUSE_WALL = "wall"
 CAUSE_QUEUE = "queue"
 
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (no orphans even if the server is
-    killed with -9 while a worker is busy and cannot notice the closed pipe)."""
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send ``sig`` to this process when its parent dies (no orphans even if the
+    server is killed with -9 while a worker is busy and cannot notice the closed pipe)."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
 
 
 def _name_process(name: str) -> None:
@@ -102,7 +108,8 @@ def _worker_main(
     conn: Connection, target: Target, hang_answer: str | None, memory_mb: int, cpu_s: float
 ) -> None:
     """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason, CPU
-    seconds the check used). A check that uses ``cpu_s`` of CPU time ends this process."""
+    seconds the check used, the name of the exception it raised or None). A check that uses
+    ``cpu_s`` of CPU time ends this process."""
     die_with_parent()
     _name_process(PROCESS_NAME)
     # Checks are batch work; the server's event loop is what keeps every answer's deadline.
@@ -138,6 +145,7 @@ def _worker_main(
             return
         job_id, answer, reference = msg
         fatal = False
+        error = None
         cpu0 = time.process_time()
         if budget:
             signal.setitimer(signal.ITIMER_PROF, cpu_s)  # counts this process's CPU time only
@@ -146,16 +154,15 @@ def _worker_main(
                 while True:  # test hook: behave like a hung sympy call, which burns CPU
                     pass
             equal, reason = target(answer, reference)
-        except MemoryError:
-            equal, reason, fatal = False, Reason.WORKER_ERROR, True
-        except Exception:  # a parser bug must cost one answer, never the worker
-            equal, reason = False, Reason.WORKER_ERROR
+        except Exception as exc:  # a parser bug (or the memory limit) costs one answer
+            equal, reason, error = False, Reason.CHECK_ERROR, type(exc).__name__
+            fatal = isinstance(exc, MemoryError)  # the heap may be unusable: start afresh
         finally:
             if budget:
                 signal.setitimer(signal.ITIMER_PROF, 0)  # disarmed while idle
         cpu = time.process_time() - cpu0
         try:
-            conn.send((job_id, bool(equal), str(reason), cpu))
+            conn.send((job_id, bool(equal), str(reason), cpu, error))
         except (OSError, ValueError):
             return
         if fatal:
@@ -172,19 +179,128 @@ class _Worker:
 @dataclass
 class _Job:
     """One queued check. ``deadline`` (``time.perf_counter()``) is the wall-clock safety net:
-    when its caller stops waiting, counted from when the answer arrived."""
+    when its caller stops waiting, counted from when the answer arrived. ``client``: who asked
+    (the fair queue's key)."""
 
     answer: str
     reference: str
     fut: asyncio.Future[PoolResult]
     queued_at: float
     deadline: float
+    client: Hashable = None
     started: bool = False
+
+
+# What a check is charged when a worker takes it, before its time is known: enough that a
+# client with many checks waiting does not take every free worker at once.
+_CHARGE_AT_START_S = 0.01
+
+
+@dataclass
+class _Client:
+    jobs: deque[_Job] = field(default_factory=deque)
+    service: float = 0.0  # worker seconds its checks used (estimates while they run)
+    running: int = 0
+    entry: int = -1  # the sequence number of its live entry in the queue's heap
+
+
+class FairQueue:
+    """The checks waiting for a worker: one FIFO per client, and the next check taken from the
+    client whose checks have used the least worker time so far (start-time fair queuing, as a
+    CPU scheduler shares a core between processes). A client that arrives starts level with the
+    least-served client waiting, never with a credit. With one FIFO for everyone, one client's
+    4,096-pair batch held every other client's checks back 9.4 s; here a single check waits at
+    most for the checks already running, and a client whose every check uses its whole CPU
+    budget gets a client's share of the workers, not all of them.
+
+    One event loop: ``put``, ``await get()``, then ``done`` with the seconds the check held a
+    worker."""
+
+    def __init__(self) -> None:
+        self._clients: dict[Hashable, _Client] = {}
+        self._heap: list[tuple[float, int, Hashable]] = []  # (service, entry, client key)
+        self._entries = itertools.count()
+        self._floor = 0.0  # the service of the client served last: where newcomers start
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.waiting = 0
+
+    def put(self, job: _Job) -> None:
+        client = self._clients.get(job.client)
+        if client is None:
+            client = self._clients[job.client] = _Client(service=self._floor)
+        client.jobs.append(job)
+        self.waiting += 1
+        if len(client.jobs) == 1:
+            self._enter(job.client, client)
+        self._wake()
+
+    async def get(self) -> _Job:
+        while True:
+            job = self._pop()
+            if job is not None:
+                return job
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(woken)
+            try:
+                await woken
+            except asyncio.CancelledError:
+                if woken.done() and not woken.cancelled():
+                    self._wake()  # woken for a job it will not take: pass it on
+                else:
+                    self._waiters.remove(woken)
+                raise
+
+    def done(self, job: _Job, seconds: float) -> None:
+        """``job`` left its worker after ``seconds`` (0 when it was skipped): its client's
+        charge is corrected, and a client with nothing left is forgotten."""
+        client = self._clients[job.client]
+        client.service += seconds - _CHARGE_AT_START_S
+        client.running -= 1
+        if client.jobs:
+            self._enter(job.client, client)  # its place moves with its new service
+        elif client.running == 0:
+            del self._clients[job.client]
+
+    def drain(self) -> list[_Job]:
+        """Every waiting job, taken out (the pool is closing)."""
+        jobs = [job for client in self._clients.values() for job in client.jobs]
+        for client in self._clients.values():
+            client.jobs.clear()
+        self.waiting = 0
+        return jobs
+
+    def _enter(self, key: Hashable, client: _Client) -> None:
+        client.entry = next(self._entries)
+        heapq.heappush(self._heap, (client.service, client.entry, key))
+
+    def _pop(self) -> _Job | None:
+        while self._heap:
+            _, entry, key = heapq.heappop(self._heap)
+            client = self._clients.get(key)
+            if client is None or entry != client.entry or not client.jobs:
+                continue  # an entry left behind when the client's service changed
+            job = client.jobs.popleft()
+            self.waiting -= 1
+            self._floor = max(self._floor, client.service)
+            client.service += _CHARGE_AT_START_S
+            client.running += 1
+            if client.jobs:
+                self._enter(key, client)
+            return job
+        return None
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
 
 class _WorkerLost(Exception):
     """The worker ended without an answer: ``reason`` is the verdict's (``timeout``,
-    ``worker_error``), ``cause`` a timeout's cause (``CAUSE_CPU``, ``CAUSE_WALL``)."""
+    ``wall_timeout``, ``worker_error``), ``cause`` a timeout's cause (``CAUSE_CPU``,
+    ``CAUSE_WALL``)."""
 
     def __init__(self, reason: str, cause: str | None = None) -> None:
         super().__init__(reason)
@@ -253,7 +369,7 @@ class VerifierPool:
         self._procs: set[mp.process.BaseProcess] = set()
         self._procs_lock = threading.Lock()
         self._closed = False
-        self._queue: asyncio.Queue[_Job] | None = None
+        self._queue: FairQueue | None = None
         self._slots: list[asyncio.Task[None]] = []
         self.ready = False
 
@@ -305,7 +421,7 @@ class VerifierPool:
 
     async def start(self) -> None:
         """Start every worker (in parallel threads) and the dispatch tasks."""
-        self._queue = asyncio.Queue()
+        self._queue = FairQueue()
         if self._ctx.get_start_method() == "forkserver":
             # Start the forkserver from this (the loop's) thread, not from an executor thread:
             # its death signal (forkserver_init.py) follows the thread that forked it.
@@ -330,8 +446,7 @@ class VerifierPool:
         await asyncio.gather(*self._slots, return_exceptions=True)
         self._slots = []
         if self._queue is not None:
-            while not self._queue.empty():
-                job = self._queue.get_nowait()
+            for job in self._queue.drain():
                 if not job.fut.done():
                     job.fut.set_result(PoolResult(False, Reason.WORKER_ERROR))
         with self._procs_lock:
@@ -342,7 +457,12 @@ class VerifierPool:
     # ------------------------------------------------------------ work
 
     async def run(
-        self, answer: str, reference: str, *, deadline: float | None = None
+        self,
+        answer: str,
+        reference: str,
+        *,
+        deadline: float | None = None,
+        client: Hashable = None,
     ) -> PoolResult:
         """Check one pair; a timeout or crashed worker gives ``equal=False``.
 
@@ -350,9 +470,10 @@ class VerifierPool:
         worker or for a CPU. ``deadline`` (``time.perf_counter()``) is the caller's: one CPU
         budget after the answer arrived, as the routes and the scorer compute it (default: one
         budget from now). The wall-clock safety net ends ``wall_timeout_s`` after that arrival,
-        waiting for a free worker included: past it the caller gets ``timeout`` (its worker is
-        killed) or ``queue_timeout`` (no worker was free in time; not the answer's fault, so
-        never cached), however long the queue.
+        waiting for a free worker included: past it the caller gets ``wall_timeout`` (its worker
+        is killed) or ``queue_timeout`` (no worker was free in time): neither is the answer's
+        fault nor a verdict. ``client`` (any hashable: the routes pass the connection's peer)
+        is whom the fair queue shares the workers between.
         """
         if self._queue is None or self._closed:
             raise RuntimeError("verification pool is not running")
@@ -360,8 +481,8 @@ class VerifierPool:
         arrived = now if deadline is None else deadline - self._timeout_s
         net = arrived + self._wall_timeout_s
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
-        job = _Job(answer, reference, fut, now, net)
-        self._queue.put_nowait(job)
+        job = _Job(answer, reference, fut, now, net, client)
+        self._queue.put(job)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), max(0.0, net - now))
         except asyncio.TimeoutError:
@@ -371,7 +492,7 @@ class VerifierPool:
                 if not job.started:
                     self._on_timeout(CAUSE_QUEUE)
                 fut.set_result(
-                    PoolResult(False, Reason.TIMEOUT, CAUSE_WALL)
+                    PoolResult(False, Reason.WALL_TIMEOUT, CAUSE_WALL)
                     if job.started
                     else PoolResult(False, Reason.QUEUE_TIMEOUT, CAUSE_QUEUE)
                 )
@@ -403,14 +524,18 @@ class VerifierPool:
                     worker = await self._replace(worker, "worker_error")
                     continue
                 if job.fut.done():
+                    self._queue.done(job, 0.0)
                     continue  # its caller's deadline passed while it waited
                 job.started = True
+                started = time.perf_counter()
                 try:
                     worker = await self._check(worker, job)
                 except BaseException:
                     if not job.fut.done():  # the pool is closing: never leave a caller waiting
                         job.fut.set_result(PoolResult(False, Reason.WORKER_ERROR))
                     raise
+                finally:
+                    self._queue.done(job, time.perf_counter() - started)
                 if self._max_tasks and worker.tasks >= self._max_tasks:
                     worker = await self._replace(worker, "recycle")
         finally:
@@ -451,7 +576,7 @@ class VerifierPool:
                 # job's net allows, so that an answer which does kill workers gets no more time
                 # than a hung one.
                 last = (
-                    lost.reason == Reason.TIMEOUT
+                    lost.reason in (Reason.TIMEOUT, Reason.WALL_TIMEOUT)
                     or run == _MAX_RUNS_WHEN_LOST
                     or time.perf_counter() >= job.deadline
                 )
@@ -486,11 +611,11 @@ class VerifierPool:
             # The CPU budget is the worker's own (it ends itself); the parent keeps the net.
             await asyncio.wait_for(readable, max(0.0, deadline - time.perf_counter()))
         except asyncio.TimeoutError as exc:
-            raise _WorkerLost(Reason.TIMEOUT, CAUSE_WALL) from exc
+            raise _WorkerLost(Reason.WALL_TIMEOUT, CAUSE_WALL) from exc
         finally:
             loop.remove_reader(fd)
         try:
-            got_id, equal, reason, cpu = worker.conn.recv()
+            got_id, equal, reason, cpu, error = worker.conn.recv()
         except (EOFError, OSError, ValueError) as exc:
             # It died: at its CPU budget (SIGPROF), or killed (an operator, the OOM killer).
             if await self._exit_code(worker) == -signal.SIGPROF:
@@ -499,7 +624,7 @@ class VerifierPool:
         worker.tasks += 1
         if got_id != job_id:  # cannot happen with one job in flight per worker; be safe
             raise _WorkerLost(Reason.WORKER_ERROR)
-        return PoolResult(equal, reason), cpu
+        return PoolResult(equal, reason, error=error), cpu
 
     async def _exit_code(self, worker: _Worker) -> int | None:
         """The exit code of a worker whose pipe closed (``-N``: ended by signal N). The kernel

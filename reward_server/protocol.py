@@ -164,15 +164,29 @@ class Reason(str, Enum):
     REFERENCE_HUGE_FACTORIAL = "reference_huge_factorial"
     REFERENCE_HUGE_BINOMIAL = "reference_huge_binomial"
     REFERENCE_HUGE_SUM_BOUND = "reference_huge_sum_bound"
-    # The check could not finish: the machine's state, not the answer's.
+    # The check used its whole CPU budget: the answer's own cost, the same on any machine.
     TIMEOUT = "timeout"
-    QUEUE_TIMEOUT = "queue_timeout"
-    WORKER_ERROR = "worker_error"
-    NO_VERIFIER = "no_verifier"
+    # Reading or checking this item raised (a defect the item exposed): it scores 0, and only it;
+    # the cause is counted in gtpo_rs_item_errors_total{stage,error}.
+    ANSWER_ERROR = "answer_error"
+    REFERENCE_ERROR = "reference_error"
+    CHECK_ERROR = "check_error"
+    # The check could not finish: the machine's state, not the answer's (``NOT_COMPUTED``).
+    WALL_TIMEOUT = "wall_timeout"  # the wall-clock net passed while the check ran
+    QUEUE_TIMEOUT = "queue_timeout"  # the net passed before a worker was free
+    WORKER_ERROR = "worker_error"  # its worker was lost, every run, within the net
+    NO_VERIFIER = "no_verifier"  # the verification pool is not running
 
     def __str__(self) -> str:  # the value, in logs, metrics labels and f-strings alike
         return self.value
 
+
+# Reasons that are no verdict: the check could not finish in time (the machine's load, a lost
+# worker, a pool that is not running). The server never answers them as a reward: a request
+# holding one gets HTTP 503 with Retry-After, which every client retries.
+NOT_COMPUTED = frozenset(
+    {Reason.WALL_TIMEOUT, Reason.QUEUE_TIMEOUT, Reason.WORKER_ERROR, Reason.NO_VERIFIER}
+)
 
 # Reasons after which an answer does not vote in maj@k: the server never judged it (no answer
 # block, an empty one, or the format gate refused it before any comparison).

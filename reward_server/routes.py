@@ -6,24 +6,24 @@ The scorer, the verifier, the pool and the settings come in as one ``Service`` d
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
-import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ValidationError
+from starlette.types import Scope
 
-from reward_server.extract import extract_reference
 from reward_server.metrics import Metrics, exposition
 from reward_server.pool import VerifierPool
 from reward_server.protocol import (
+    NOT_COMPUTED,
     RESPONSE_FORMATS,
-    Reason,
     ResponseFormat,
     accuracy_score,
     response_format,
@@ -67,16 +67,27 @@ async def service(request: Request) -> Service:
 ServiceDep = Annotated[Service, Depends(service)]
 
 
+def token_accepted(scope: Scope, token: str | None) -> bool:
+    """Whether a request may be scored: no token is set, or it presents ``token`` as
+    ``Authorization: Bearer`` or, for clients that cannot send headers (OpenRLHF's own),
+    as ``?token=`` (compared in constant time). Read from the ASGI scope, so that the body
+    limit can refuse to buffer the body of a request that would be refused anyway."""
+    if token is None:
+        return True
+    given = None
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization" and value[:7].lower() == b"bearer ":
+            given = value[7:].strip()
+    if not given:
+        query = scope.get("query_string", b"").decode("latin-1")
+        given = next((v.encode() for k, v in parse_qsl(query) if k == "token"), None)
+    return given is not None and hmac.compare_digest(given, token.encode())
+
+
 async def require_token(request: Request, svc: ServiceDep) -> None:
-    """Bearer-token auth when ``GTPO_RS_API_TOKEN`` is set. OpenRLHF's client sends no
-    headers, so ``?token=...`` in the URL is accepted as well."""
-    if svc.settings.api_token is None:
-        return
-    token = svc.settings.api_token.get_secret_value()
-    header = request.headers.get("authorization", "")
-    given = header[7:].strip() if header.lower().startswith("bearer ") else None
-    given = given or request.query_params.get("token")
-    if given is None or not hmac.compare_digest(given.encode(), token.encode()):
+    """Bearer-token auth when ``GTPO_RS_API_TOKEN`` is set (``token_accepted``)."""
+    token = svc.settings.api_token
+    if not token_accepted(request.scope, None if token is None else token.get_secret_value()):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "missing or wrong API token: send 'Authorization: Bearer <token>' or ?token=",
@@ -193,7 +204,7 @@ def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> 
         path,
         response_model=response_model,
         dependencies=[Depends(require_token)],
-        responses={code: {"model": ErrorResponse} for code in (401, 413, 422)},
+        responses={code: {"model": ErrorResponse} for code in (401, 413, 422, 503)},
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -203,24 +214,58 @@ def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> 
     )
 
 
-async def _score_counted(body: RewardRequest, svc: Service, fmt: ResponseFormat) -> list[ItemScore]:
-    """Both scoring routes: limits checked, items scored in order, verdicts counted."""
+def client_of(request: Request) -> Hashable:
+    """Whom the verification pool's fair queue shares the workers between: the connection
+    (its peer's address and port; one client's keep-alive connection, or one request)."""
+    return request.scope.get("client")
+
+
+# What a client waits before it asks again when a verdict could not be computed in time.
+RETRY_AFTER_S = 1
+
+
+def _computed(reasons: list[str], svc: Service) -> None:
+    """Raise 503 (with Retry-After) when any verdict of the request could not be computed in
+    time: OpenRLHF's protocol has no per-item error, and a 0 for a check that never finished
+    would train the policy on a reward nobody computed. Every client retries a 503."""
+    missing = [r for r in reasons if r in NOT_COMPUTED]
+    if missing:
+        svc.metrics.not_computed.inc(len(missing))
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"{len(missing)} of {len(reasons)} verdicts could not be computed in time "
+            f"({', '.join(sorted(set(missing)))}): the server is busy; retry",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+
+
+async def _score_counted(
+    body: RewardRequest, svc: Service, fmt: ResponseFormat, request: Request
+) -> list[ItemScore]:
+    """Both scoring routes: limits checked, items scored in order, verdicts counted, and a 503
+    when a verdict could not be computed."""
     _check_batch(len(body.query), svc.settings)
-    items = await svc.scorer.score_batch(body.query, body.prompts, body.labels, fmt)
+    items = await svc.scorer.score_batch(
+        body.query, body.prompts, body.labels, fmt, client=client_of(request)
+    )
     svc.metrics.items.inc(len(items))
     for it in items:
         svc.metrics.verdicts.labels(it.reason).inc()
         svc.metrics.format_scores.labels(it.format_reason).inc()
+    _computed([it.reason for it in items], svc)
     return items
 
 
 @_post("/get_reward", RewardResponse, RewardRequest)
 async def get_reward(
-    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep, fmt: FormatDep
+    body: Annotated[RewardRequest, Depends(read_request)],
+    svc: ServiceDep,
+    fmt: FormatDep,
+    request: Request,
 ) -> RewardResponse:
     """OpenRLHF's remote reward protocol: total reward = format (0..10) + accuracy (0/10);
     ``scores`` is the accuracy as 1 or 0 (what OpenRLHF's dynamic filtering reads)."""
-    items = await _score_counted(body, svc, fmt)
+    items = await _score_counted(body, svc, fmt, request)
     return RewardResponse(
         rewards=[it.reward for it in items],
         scores=[accuracy_score(it.accuracy_score) for it in items],
@@ -233,32 +278,28 @@ async def get_reward(
 
 @_post("/v1/score", ScoreResponse, RewardRequest)
 async def score(
-    body: Annotated[RewardRequest, Depends(read_request)], svc: ServiceDep, fmt: FormatDep
+    body: Annotated[RewardRequest, Depends(read_request)],
+    svc: ServiceDep,
+    fmt: FormatDep,
+    request: Request,
 ) -> ScoreResponse:
     """Same scoring as /get_reward with the full verdict of every item."""
-    return ScoreResponse(results=await _score_counted(body, svc, fmt))
+    return ScoreResponse(results=await _score_counted(body, svc, fmt, request))
 
 
 @_post("/v1/equivalent", EquivalentResponse, EquivalentRequest)
 async def equivalent(
-    body: Annotated[EquivalentRequest, Depends(read_pairs)], svc: ServiceDep
+    body: Annotated[EquivalentRequest, Depends(read_pairs)], svc: ServiceDep, request: Request
 ) -> EquivalentResponse:
     """Answer/reference pairs in, verdicts out: the checker behind the accuracy reward, with
     the same answer policy, cost guard and deadline (what ``gtpo eval`` groups maj@k by)."""
     _check_batch(len(body.pairs), svc.settings)
-    deadline = time.perf_counter() + svc.settings.verify_timeout_s  # from the batch's arrival
-
-    async def one(answer: str, label: str) -> EquivalentVerdict:
-        reference = extract_reference(label)
-        if not answer.strip():
-            return EquivalentVerdict(equivalent=False, reason=Reason.EMPTY_ANSWER)
-        if reference is None:
-            return EquivalentVerdict(equivalent=False, reason=Reason.NO_REFERENCE)
-        verdict = await svc.verifier.check(answer, reference, deadline=deadline)
-        return EquivalentVerdict(equivalent=verdict.equal, reason=verdict.reason)
-
-    results = await asyncio.gather(*(one(p.answer, p.reference) for p in body.pairs))
-    return EquivalentResponse(results=list(results))
+    pairs = [(p.answer, p.reference) for p in body.pairs]
+    verdicts = await svc.scorer.equivalent_batch(pairs, client=client_of(request))
+    _computed([v.reason for v in verdicts], svc)
+    return EquivalentResponse(
+        results=[EquivalentVerdict(equivalent=v.equal, reason=v.reason) for v in verdicts]
+    )
 
 
 @router.get("/healthz")

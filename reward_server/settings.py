@@ -99,13 +99,65 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(16 * 1024 * 1024, ge=1, description="Largest request body.")
     max_batch_size: int = Field(4096, ge=1, description="Most items in one request.")
     api_token: SecretStr | None = Field(
-        None, description="When set, scoring routes need 'Authorization: Bearer <token>'."
+        None,
+        description="When set, scoring routes need 'Authorization: Bearer <token>' (or "
+        "?token=<token> from clients that cannot send headers). Set and empty is refused.",
+    )
+
+    # --- connection limits (reward_server/connections.py)
+    max_header_bytes: int = Field(
+        16 * 1024,
+        ge=1024,
+        description="Largest request line and headers together, in bytes; 431 past it.",
+    )
+    max_headers: int = Field(100, ge=8, description="Most header lines in a request; 431 past it.")
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds for a request's line and headers, from the connection's start or "
+        "the first byte of the request: a connection that sends nothing or sends slowly is "
+        "closed (408 when it sent part of a request).",
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds for a request's body after its headers; 408 past it."
+    )
+    send_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds an answer may wait for its client to read it; the connection is "
+        "dropped past it, with the memory it held.",
+    )
+    max_connections: int = Field(
+        1000,
+        ge=1,
+        description="Open connections per server process (at most the file descriptors the "
+        "process may open, less 64). Past it a connection without a request in progress is "
+        "closed to make room, oldest first; a request that finds every connection busy gets "
+        "503.",
+    )
+    max_pending_body_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=1,
+        description="Bytes of request bodies being received, all connections together; a "
+        "request whose body would pass it gets 503 with Retry-After.",
     )
 
     @field_validator("response_format")
     @classmethod
     def _known_format(cls, name: str) -> str:
         return response_format(name).name  # a ValueError naming the valid ones
+
+    @field_validator("api_token")
+    @classmethod
+    def _token_not_empty(cls, token: SecretStr | None) -> SecretStr | None:
+        # `GTPO_RS_API_TOKEN=${TOKEN}` with TOKEN unset sets it empty, which `?token=` matched:
+        # the server ran open while its operator believed it closed.
+        if token is not None and not token.get_secret_value().strip():
+            raise ValueError(
+                "GTPO_RS_API_TOKEN is set but empty: set it to a secret, or unset it to serve "
+                "without a token"
+            )
+        return token
 
     @model_validator(mode="after")
     def _wall_net(self) -> Settings:

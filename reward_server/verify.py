@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from reward_server import relations
 from reward_server.compare import Verdict, equal_values, fast_equivalent
 from reward_server.guard import bomb, complexity_violation
 from reward_server.normalize import canonical
 from reward_server.pool import CAUSE_CPU, PoolResult, VerifierPool
-from reward_server.protocol import Reason
+from reward_server.protocol import NOT_COMPUTED, Reason
 from reward_server.reading import Refused, Statement, read_statement, statement
 from reward_server.units import split_unit, units_differ
 
@@ -38,10 +38,12 @@ class Verifier:
 
     The G completions of one prompt often repeat an answer and arrive concurrently: the cache
     serves repeats that finished, and single-flight makes concurrent repeats share one check.
-    Worker errors are not cached, nor is a timeout at the wall-clock net (the machine's load,
-    however often it happens), nor a pair's first timeout at its CPU budget (a stall must not
-    stick); its second is: the answer itself hangs the parser (a LaTeX bomb a policy has learned
-    to repeat), and every further repeat would cost a worker and a timeout.
+    What is no verdict is never cached (``protocol.NOT_COMPUTED``: a lost worker, the wall-clock
+    net, the queue; the machine's load, however often it happens), nor a pair's first timeout at
+    its CPU budget (a stall must not stick); its second is: the answer itself hangs the parser (a
+    LaTeX bomb a policy has learned to repeat), and every further repeat would cost a worker and
+    a timeout. A check that raised in its worker (``check_error``) is the answer's doing, and
+    cached like any verdict.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class Verifier:
         max_chars: int = 1000,
         max_nesting: int = 40,
         on_cache: Callable[[bool], None] | None = None,
+        on_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self._pool = pool
         self._cache: OrderedDict[tuple[str, str], PoolResult] = OrderedDict()
@@ -61,6 +64,8 @@ class Verifier:
         self._max_chars = max_chars
         self._max_nesting = max_nesting
         self._on_cache = on_cache or (lambda hit: None)
+        # (stage, exception name) of a check that raised in its worker, each time one does
+        self._on_error = on_error or (lambda stage, error: None)
 
     def precheck(self, answer: str, reference: str) -> Verdict | tuple[str, str]:
         """The verdict when no symbolic check is needed (too big, refused by the answer policy,
@@ -80,10 +85,26 @@ class Verifier:
             return Verdict(False, answer_read.reason)
         return decide(answer_read, reference_read)
 
-    async def check(self, answer: str, reference: str, *, deadline: float | None = None) -> Verdict:
+    async def check(
+        self,
+        answer: str,
+        reference: str,
+        *,
+        deadline: float | None = None,
+        client: Hashable = None,
+    ) -> Verdict:
         """Verdict for one (answer, reference) pair; ``deadline`` (``time.perf_counter()``)
         bounds a symbolic check, waiting for a worker included (default: one timeout)."""
-        key = self.precheck(answer, reference)
+        return await self.resolve(self.precheck(answer, reference), deadline, client)
+
+    async def resolve(
+        self,
+        key: Verdict | tuple[str, str],
+        deadline: float | None = None,
+        client: Hashable = None,
+    ) -> Verdict:
+        """The verdict of a ``precheck`` result: itself when it is one, else the symbolic
+        check's (the cache, a check in flight, or the pool, where ``client`` waits its turn)."""
         if isinstance(key, Verdict):
             return key
         if self._pool is None:
@@ -102,16 +123,18 @@ class Verifier:
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            result = await self._pool.run(key[0], key[1], deadline=deadline)
+            result = await self._pool.run(key[0], key[1], deadline=deadline, client=client)
         except asyncio.CancelledError:
             fut.set_result(PoolResult(False, Reason.WORKER_ERROR))  # release the followers
             raise
-        except Exception:
-            log.exception("verification failed")
-            result = PoolResult(False, Reason.WORKER_ERROR)
+        except Exception as exc:  # the pool is not running (not yet, or no more)
+            log.warning("symbolic check not run: %s", exc)
+            result = PoolResult(False, Reason.NO_VERIFIER)
         finally:
             self._inflight.pop(key, None)
         fut.set_result(result)
+        if result.error is not None:
+            self._on_error("check", result.error)
         if self._cache_size > 0 and self._cacheable(key, result):
             self._cache[key] = result
             if len(self._cache) > self._cache_size:
@@ -119,12 +142,10 @@ class Verifier:
         return Verdict(result.equal, result.reason)
 
     def _cacheable(self, key: tuple[str, str], result: PoolResult) -> bool:
-        if result.reason in (Reason.WORKER_ERROR, Reason.QUEUE_TIMEOUT):
+        if result.reason in NOT_COMPUTED:
             return False  # the machine's state, not the answer's: ask again next time
-        if result.reason != Reason.TIMEOUT:
+        if result.reason != Reason.TIMEOUT or result.cause != CAUSE_CPU:
             return True
-        if result.cause != CAUSE_CPU:
-            return False  # the wall-clock net passed: the machine's load, however often
         if key in self._timed_out_once:
             del self._timed_out_once[key]
             return True

@@ -148,6 +148,12 @@ def rs_tools() -> object:
     return SimpleNamespace(HANG=HANG, descendants=reliability_harness.descendants, alive=alive)
 
 
+@pytest.fixture(scope="session")
+def server_starter() -> Callable[..., Server]:
+    """``start_server``, for a module's own server (its settings, module scope)."""
+    return start_server
+
+
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """Start throw-away servers; stopped at the end of the test."""

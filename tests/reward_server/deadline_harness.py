@@ -54,6 +54,11 @@ SLOW = [
 ]
 
 
+# The record of a request answered 503: a check that could not finish in time (its wall-clock
+# net, the queue), which the server says instead of scoring it.
+UNAVAILABLE = "503 (not computed)"
+
+
 def body(answer: str, label: str = "7") -> dict:
     return {
         "query": [formatted("r", answer)],
@@ -77,7 +82,8 @@ async def drive(url: str, answers: list[str], clients: int, rounds: int) -> list
                 t0 = time.perf_counter()
                 try:
                     async with session.post(url + "/v1/score", json=body(answer)) as resp:
-                        reason = (await resp.json())["results"][0]["reason"]
+                        data = await resp.json()
+                        reason = UNAVAILABLE if resp.status == 503 else data["results"][0]["reason"]
                 except Exception as exc:  # counted and reported, never hidden
                     reason = f"error: {exc!r}"
                 records.append(
@@ -187,11 +193,13 @@ def cpu_burners(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
 @dataclass
 class Run:
     """One scoring of a corpus: each pair's (accuracy_score, reason), in order; the seconds
-    the whole run and its slowest answer took."""
+    the whole run and its slowest answer took; the 503s retried (verdicts not computed in
+    time, sent again after Retry-After as every client does)."""
 
     results: list[tuple[float, str]]
     seconds: float
     slowest: float
+    retried: int = 0
 
 
 async def verdicts(url: str, pairs: list[tuple[str, str, bool]], clients: int) -> Run:
@@ -201,6 +209,7 @@ async def verdicts(url: str, pairs: list[tuple[str, str, bool]], clients: int) -
 
     results: list[tuple[float, str]] = [(-1.0, "")] * len(pairs)
     slowest = 0.0
+    retried = 0
     pending = iter(enumerate(pairs))
     timeout = aiohttp.ClientTimeout(total=300)
     async with aiohttp.ClientSession(
@@ -208,19 +217,27 @@ async def verdicts(url: str, pairs: list[tuple[str, str, bool]], clients: int) -
     ) as session:
 
         async def sender() -> None:
-            nonlocal slowest
+            nonlocal slowest, retried
             for i, (answer, label, _) in pending:
                 body = {"query": [formatted("r", answer)], "labels": [label]}
                 sent = time.perf_counter()
-                async with session.post(url + "/v1/score", json=body) as resp:
-                    resp.raise_for_status()
-                    item = (await resp.json())["results"][0]
+                for _ in range(30):
+                    async with session.post(url + "/v1/score", json=body) as resp:
+                        if resp.status != 503:
+                            resp.raise_for_status()
+                            item = (await resp.json())["results"][0]
+                            break
+                        wait = float(resp.headers.get("Retry-After", "1"))
+                    retried += 1
+                    await asyncio.sleep(wait)
+                else:
+                    raise RuntimeError(f"{answer!r}: 503 thirty times")
                 results[i] = (item["accuracy_score"], item["reason"])
                 slowest = max(slowest, time.perf_counter() - sent)
 
         t0 = time.perf_counter()
         await asyncio.gather(*(sender() for _ in range(clients)))
-    return Run(results, time.perf_counter() - t0, slowest)
+    return Run(results, time.perf_counter() - t0, slowest, retried)
 
 
 def differences(pairs: list[tuple[str, str, bool]], quiet: Run, loaded: Run) -> list[str]:

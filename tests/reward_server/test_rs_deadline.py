@@ -66,7 +66,10 @@ def test_sixty_four_hostile_clients_each_answered_within_the_deadline(server, rs
     assert not late, DEADLINE.summary(records, WALL_S)
     reasons = {r["reason"] for r in records}
     assert {"answer_huge_exponent", "answer_huge_factorial", "answer_huge_sum_bound"} <= reasons
-    assert reasons & {"timeout", "queue_timeout"}, reasons  # the hung checks were cut off
+    # The hung checks were cut off: at their CPU budget (a verdict), or at the net or in the
+    # queue on a busy machine (a 503 the client would retry, never a 0 that looks computed).
+    assert reasons & {"timeout", DEADLINE.UNAVAILABLE}, reasons
+    assert not reasons & {"wall_timeout", "queue_timeout", "worker_error"}, reasons
 
 
 @pytest.mark.slow

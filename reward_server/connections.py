@@ -1,0 +1,281 @@
+"""The HTTP connections of the reward server: uvicorn's httptools protocol with the limits that
+trusted servers set and uvicorn leaves off (each a setting, ``reward_server/settings.py``).
+
+- **Header size and count** (``GTPO_RS_MAX_HEADER_BYTES``, ``GTPO_RS_MAX_HEADERS``): 431 past
+  either. httptools has no limit of its own (it gathers a header's value until the header
+  ends), and an ASGI middleware sees the headers only once the parser has kept them all: an
+  8 MB header and 100,000 headers were accepted. Counted here, as bytes arrive and in the
+  parser's callbacks, so that no more than one read (256 KB) is parsed past the limit.
+- **A time limit for the request line and headers** (``GTPO_RS_HEADER_TIMEOUT_S``), from the
+  connection's start or the first byte of each request: a socket that never sends, or sends a
+  header a byte at a time, is closed (408 when it sent part of a request). uvicorn times only
+  the wait between requests (keep-alive): 200 slowloris connections stayed 60 s, 500 silent
+  sockets 86 s.
+- **A time limit for the body** (``GTPO_RS_BODY_TIMEOUT_S``) from the end of the headers: 408.
+- **Answers a client does not read** (``GTPO_RS_SEND_TIMEOUT_S``): once the transport's buffer
+  is full, the client has that long to read some of it, or the connection is dropped with
+  what it held.
+- **A cap on connections** (``GTPO_RS_MAX_CONNECTIONS``, and never more than the file
+  descriptors the process may open, less ``FD_RESERVE``): a connection past it closes the
+  oldest one that has no request in progress (silent and idle connections cost a descriptor
+  each, and a process out of descriptors resets every new connection); a request that finds
+  every connection busy is answered 503 (uvicorn's ``limit_concurrency``).
+
+``gtpo-reward-server`` runs uvicorn with ``LimitedHttpProtocol``; it reads its limits from the
+environment (``GTPO_RS_*``) once per process, as the app factory does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import resource
+import time
+from asyncio import TimerHandle
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from reward_server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# File descriptors kept for what is not a connection: the listening socket, the verification
+# workers' pipes, the forkserver, log and metrics files.
+FD_RESERVE = 64
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_header_bytes: int
+    max_headers: int
+    header_timeout_s: float
+    body_timeout_s: float
+    send_timeout_s: float
+    max_connections: int
+
+
+def descriptor_limit() -> int:
+    """This process's soft limit on open files, raised first to its hard limit (what servers
+    commonly do at start: a soft limit of 1,024 or 256 runs out long before the machine)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+@functools.cache
+def limits() -> ConnectionLimits:
+    """The limits of this process, from ``GTPO_RS_*`` (read once)."""
+    s = Settings()
+    most = max(1, descriptor_limit() - FD_RESERVE)
+    if s.max_connections > most:
+        log.warning(
+            "GTPO_RS_MAX_CONNECTIONS=%d is more than this process can open (%d file "
+            "descriptors less %d): %d connections at most",
+            s.max_connections, most + FD_RESERVE, FD_RESERVE, most,
+        )  # fmt: skip
+    return ConnectionLimits(
+        s.max_header_bytes,
+        s.max_headers,
+        s.header_timeout_s,
+        s.body_timeout_s,
+        s.send_timeout_s,
+        min(s.max_connections, most),
+    )
+
+
+_said: set[str] = set()
+
+
+def _once(what: str) -> None:
+    """Log the first refusal of each kind (an attack would otherwise log a line a connection)."""
+    if what not in _said:
+        _said.add(what)
+        log.warning("%s (further ones are not logged)", what)
+
+
+class LimitedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the limits of the module docstring."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits()
+        # uvicorn answers 503 when this many connections (this one included) are open.
+        self.limit_concurrency = self.limits.max_connections + 1
+        self._timer: TimerHandle | None = None  # the header, body or send deadline running
+        self._in_request = False  # from a request's first byte until its answer is sent
+        self._idle_since = time.monotonic()
+        self._header_bytes = 0  # of the request line and headers, as the parser reports them
+        self._header_count = 0
+        self._head_received = 0  # bytes received while the headers were not complete
+        self._headers_done = False
+        self._too_large: str | None = None
+
+    # ------------------------------------------------------------ connection
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(self.limits.header_timeout_s, self._header_timeout)
+        if len(self.connections) > self.limits.max_connections:
+            self._make_room()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _make_room(self) -> None:
+        """Close the connection that has waited longest without a request in progress."""
+        idle = [
+            c
+            for c in self.connections
+            if c is not self
+            and isinstance(c, LimitedHttpProtocol)
+            and not c._in_request
+            and not c.transport.is_closing()
+        ]
+        if idle:
+            oldest = min(idle, key=lambda c: c._idle_since)
+            _once(
+                f"more than {self.limits.max_connections} connections "
+                "(GTPO_RS_MAX_CONNECTIONS): closing idle ones, oldest first"
+            )
+            oldest.transport.close()
+            # No longer counted: uvloop reports a closed connection lost only later, and a
+            # request arriving meanwhile would be refused for a connection already going.
+            self.connections.discard(oldest)
+
+    # ------------------------------------------------------------ deadlines
+
+    def _arm(self, seconds: float, expire: Any) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, expire)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _header_timeout(self) -> None:
+        self._timer = None
+        if self._in_request:
+            _once(f"a request's headers took over {self.limits.header_timeout_s:g} s")
+            self._refuse(408, "request headers not received in time (GTPO_RS_HEADER_TIMEOUT_S)")
+        elif not self.transport.is_closing():
+            self.transport.close()  # it never sent a byte
+
+    def _body_timeout(self) -> None:
+        self._timer = None
+        _once(f"a request's body took over {self.limits.body_timeout_s:g} s")
+        if self.cycle is not None and not self.cycle.response_started:
+            self._refuse(408, "request body not received in time (GTPO_RS_BODY_TIMEOUT_S)")
+        elif not self.transport.is_closing():
+            self.transport.close()
+
+    def _send_timeout(self) -> None:
+        self._timer = None
+        _once(f"a client left its answer unread for {self.limits.send_timeout_s:g} s")
+        self.transport.abort()  # drops the unsent answer with the connection
+
+    def _refuse(self, status: int, detail: str) -> None:
+        """Answer ``status`` with a one-line JSON detail and close the connection."""
+        if self.transport.is_closing():
+            return
+        body = json.dumps({"detail": detail}).encode()
+        head = [STATUS_LINE[status]]
+        for name, value in self.server_state.default_headers:
+            head += [name, b": ", value, b"\r\n"]
+        head += [
+            b"content-type: application/json\r\n",
+            b"content-length: " + str(len(body)).encode() + b"\r\n",
+            b"connection: close\r\n\r\n",
+        ]
+        self.transport.write(b"".join([*head, body]))
+        self.transport.close()
+
+    # ------------------------------------------------------------ parsing
+
+    def data_received(self, data: bytes) -> None:
+        if not self._in_request:
+            self._in_request = True  # its first byte: the header deadline runs from here
+            self._headers_done = False
+            self._head_received = 0
+            self._arm(self.limits.header_timeout_s, self._header_timeout)
+        if not self._headers_done:
+            self._head_received += len(data)
+        super().data_received(data)
+        if not self._headers_done and self._head_received > self.limits.max_header_bytes:
+            self._header_bytes = self._head_received  # one header still growing
+            self._within_limits()
+        if self._too_large is not None:
+            _once(self._too_large)
+            self._refuse(431, self._too_large)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_bytes = self._header_count = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._header_bytes += len(url)
+        if self._within_limits():
+            super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value) + 4
+        self._header_count += 1
+        if self._within_limits():
+            super().on_header(name, value)
+
+    def _within_limits(self) -> bool:
+        if self._too_large is None:
+            if self._header_bytes > self.limits.max_header_bytes:
+                self._too_large = (
+                    f"request line and headers over {self.limits.max_header_bytes} bytes "
+                    "(GTPO_RS_MAX_HEADER_BYTES)"
+                )
+            elif self._header_count > self.limits.max_headers:
+                self._too_large = f"over {self.limits.max_headers} headers (GTPO_RS_MAX_HEADERS)"
+        return self._too_large is None
+
+    def on_headers_complete(self) -> None:
+        self._headers_done = True
+        if self._too_large is not None:
+            return  # never reaches the app; data_received answers 431
+        self._arm(self.limits.body_timeout_s, self._body_timeout)
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._too_large is None:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._too_large is not None:
+            return
+        if self._timer is not None and not self.flow.write_paused:
+            self._disarm()  # the body is in; the answer is the app's
+        super().on_message_complete()
+
+    # ------------------------------------------------------------ answering
+
+    def on_response_complete(self) -> None:
+        self._in_request = False
+        self._idle_since = time.monotonic()
+        if not self.flow.write_paused:
+            self._disarm()
+        super().on_response_complete()  # arms uvicorn's keep-alive deadline
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._arm(self.limits.send_timeout_s, self._send_timeout)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._disarm()
