@@ -121,9 +121,19 @@ class GTPOConfig:
     )
     entropy_filter: str = knob(
         "auto",
-        "δ of Eq. 6: auto filters completions with ⟨H⟩ > ln 2 only when H_ini < ln 2; on filters "
+        "δ of Eq. 6: auto filters completions with ⟨H⟩ above the cut (ln 2) only when H_ini is "
+        "below it; on filters "
         "them whatever H_ini; off keeps every completion (ablation)",
         choices=("auto", "on", "off"),
+        symbol="δ",
+        equation="Eq. 6",
+    )
+    entropy_threshold: float = knob(
+        math.log(2.0),
+        "the entropy cut of Eq. 6 in nats: δ_i = 0 for completions with ⟨H⟩_i above it, and "
+        "with --gtpo.entropy_filter auto only when H_ini is below it (paper: ln 2; the authors' "
+        "code cuts at 0.7 on every step: --gtpo.entropy_threshold 0.7 --gtpo.entropy_filter on)",
+        metavar="NATS",
         symbol="δ",
         equation="Eq. 6",
     )
@@ -143,6 +153,13 @@ class GTPOConfig:
         metavar="N",
         symbol="H_ini",
         equation="Eq. 6",
+    )
+    gpu_memory_gib: float | None = knob(
+        None,
+        "gtpo-openrlhf: the memory of one GPU in GiB, for the dry run's per-phase memory check "
+        "(default: the local GPU's, when there is one)",
+        type=float,
+        metavar="GIB",
     )
     reward_timeout: float = knob(
         300.0,
@@ -327,6 +344,18 @@ def _problems(config: GTPOConfig) -> list[str]:
         problems.append(
             f"{flag('conflict_weight')} is {config.conflict_weight}; λ on protected tokens must "
             "be a finite number >= 0 (Eq. 5, paper: 2)."
+        )
+    if not (math.isfinite(config.entropy_threshold) and config.entropy_threshold > 0):
+        problems.append(
+            f"{flag('entropy_threshold')} is {config.entropy_threshold}; the cut of Eq. 6 is an "
+            "entropy in nats > 0 (paper: ln 2 = 0.693; the authors' code: 0.7)."
+        )
+    if config.gpu_memory_gib is not None and not (
+        math.isfinite(config.gpu_memory_gib) and config.gpu_memory_gib > 0
+    ):
+        problems.append(
+            f"{flag('gpu_memory_gib')} is {config.gpu_memory_gib}; pass one GPU's memory in GiB "
+            "(80 for an A100 80GB or an H100)."
         )
     if config.h_ini is not None and not (math.isfinite(config.h_ini) and config.h_ini >= 0):
         problems.append(

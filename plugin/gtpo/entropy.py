@@ -172,17 +172,20 @@ def completion_entropy(
     return total / completion_mask.sum(-1).clamp(min=1).to(token_entropies.dtype)
 
 
-def entropy_filter(completion_entropy: torch.Tensor, h_ini: float) -> torch.Tensor:
+def entropy_filter(
+    completion_entropy: torch.Tensor, h_ini: float, threshold: float = LN2
+) -> torch.Tensor:
     """δ_i of Eq. 6, float tensor shaped like `completion_entropy` (values 0 or 1).
 
-    If the model's initial mean completion entropy H_ini is below ln 2 (a confident model,
-    prone to collapse), completions with ⟨H⟩_i > ln 2 are filtered out (δ_i = 0); otherwise
-    every completion is kept. The paper leaves H_ini = ln 2 open; it keeps everything here.
+    If the model's initial mean completion entropy H_ini is below the cut (ln 2 in the paper;
+    a confident model, prone to collapse), completions with ⟨H⟩_i above the cut are filtered
+    out (δ_i = 0); otherwise every completion is kept. The paper leaves H_ini = ln 2 open; it
+    keeps everything here. `h_ini` = 0 applies the cut always (the authors' code, at 0.7).
     """
     h_ini = float(h_ini)
     if not math.isfinite(h_ini) or h_ini < 0:
         raise ValueError(f"h_ini must be a finite entropy >= 0 (nats), got {h_ini}")
     entropy = completion_entropy.detach()
-    if h_ini >= LN2:
+    if h_ini >= threshold:
         return torch.ones_like(entropy, dtype=torch.float32)
-    return (entropy <= LN2).to(torch.float32)
+    return (entropy <= threshold).to(torch.float32)

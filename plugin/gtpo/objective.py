@@ -111,14 +111,15 @@ def entropy_terms(
             completion_entropy.shape, dtype=torch.float32, device=completion_entropy.device
         )
     elif mode == "on":
-        keep = entropy_filter(completion_entropy, 0.0)  # Eq. 6's H_ini < ln 2 branch, always
+        # Eq. 6's H_ini-below-the-cut branch, always
+        keep = entropy_filter(completion_entropy, 0.0, config.entropy_threshold)
     else:
         if h_ini is None:
             raise ValueError(
                 "δ of Eq. 6 needs H_ini: measure it before the first update (or set "
                 "--gtpo.h_ini), or pass --gtpo.entropy_filter on|off"
             )
-        keep = entropy_filter(completion_entropy, h_ini)
+        keep = entropy_filter(completion_entropy, h_ini, config.entropy_threshold)
     return EntropyTerms(
         keep=keep,
         advantages=fold_entropy(advantages, completion_entropy, config.advantage_entropy_coef),

@@ -53,6 +53,19 @@ def restore_h_ini(checkpoint_states: Mapping[str, Any] | None, flag: float | Non
     return None
 
 
+def log_measured_h_ini(h_ini: float, prompts: int, completions: int, seconds: float,
+                       threshold: float) -> None:  # fmt: skip
+    """The one log line of a measured H_ini, with what Eq. 6 then does at the cut `threshold`."""
+    logger.info(
+        "GTPO: H_ini = %.4f nats measured on %d prompts × %d completions in %.1f s (the cut of "
+        "Eq. 6: %.4f): %s",
+        h_ini, prompts, completions, seconds, threshold,
+        "below it, Eq. 6 filters completions with ⟨H⟩ above it"
+        if h_ini < threshold
+        else "at or above it, Eq. 6 keeps every completion (with --gtpo.entropy_filter auto)",
+    )  # fmt: skip
+
+
 def prefixed(metrics: Mapping[str, float], h_ini: float | None) -> dict[str, float]:
     """GTPO metrics under their logged names gtpo/<name>, plus gtpo/h_ini."""
     out = {f"{METRIC_PREFIX}{k}": float(v) for k, v in metrics.items()}

@@ -117,8 +117,10 @@ NON_DEFAULT = GTPOConfig(
     conflict_weight=3.0,
     no_conflict=True,
     entropy_filter="on",
+    entropy_threshold=0.7,
     h_ini=0.42,
     h_ini_prompts=20,
+    gpu_memory_gib=80.0,
     reward_timeout=60.0,
     collapse_patience=7,
 )

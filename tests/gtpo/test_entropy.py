@@ -106,6 +106,35 @@ def test_entropy_filter_follows_eq6():
     assert gtpo.entropy_filter(h, h_ini=LN2).tolist() == [1.0] * 4
 
 
+def test_a_fixed_cut_of_07_always_applied_is_the_authors_setting():
+    """--gtpo.entropy_threshold 0.7 --gtpo.entropy_filter on: δ_i = 1 for ⟨H⟩_i ≤ 0.7 on every
+    step, whatever H_ini (their code: `entropies <= ENT_THRESHOLD`, no H_ini test)."""
+    from gtpo.config import GTPOConfig
+    from gtpo.objective import entropy_terms
+
+    h = torch.tensor([0.1, LN2 + 1e-4, 0.7, 0.7001, 2.0])
+    advantages = torch.ones(5)
+    authors = GTPOConfig(entropy_threshold=0.7, entropy_filter="on")
+    for h_ini in (None, 0.2, 1.5):  # H_ini plays no part, and need not be measured
+        keep = entropy_terms(authors, advantages, h, h_ini).keep
+        assert keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0]
+    # The paper's cut drops the completion between ln 2 and 0.7 that the authors' keeps.
+    paper = entropy_terms(GTPOConfig(entropy_filter="on"), advantages, h, None).keep
+    assert paper.tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+    # With `auto`, the cut is also what H_ini is compared with: 0.69 < H_ini = 0.695 < 0.7.
+    auto = GTPOConfig(entropy_threshold=0.7)
+    assert entropy_terms(auto, advantages, h, 0.695).keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0]
+    assert entropy_terms(GTPOConfig(), advantages, h, 0.695).keep.tolist() == [1.0] * 5
+
+
+def test_the_cut_must_be_a_positive_entropy():
+    from gtpo.config import GTPOConfig, GTPOConfigError
+
+    for bad in (0.0, -0.7, float("nan"), float("inf")):
+        with pytest.raises(GTPOConfigError, match="--gtpo.entropy_threshold"):
+            GTPOConfig(entropy_threshold=bad)
+
+
 def test_entropy_filter_is_not_differentiable_and_checks_h_ini():
     h = torch.tensor([0.1, 2.0], requires_grad=True)
     delta = gtpo.entropy_filter(h, h_ini=0.1)

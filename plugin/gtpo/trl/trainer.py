@@ -42,11 +42,11 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import pad
 
-from gtpo import LN2, completion_entropy, conflict_terms, entropy_terms
+from gtpo import completion_entropy, conflict_terms, entropy_terms
 from gtpo.config import GTPOConfig, GTPOConfigError
 from gtpo.objective import metric_sums, metrics_from_sums, token_advantages
 from gtpo.reward_client import RewardServerError
-from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor, prefixed, restore_h_ini
+from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor, log_measured_h_ini, prefixed, restore_h_ini
 from gtpo.trl.checks import check_trl_args
 from gtpo.trl.rewards import ChatRenderer, RewardServerReward
 
@@ -235,18 +235,10 @@ class GTPOTrainer(GRPOTrainer):
                 total += h_ini_sums(entropies, real)
         total = self.accelerator.reduce(total, reduction="sum")
         h_ini = float(total[0] / total[1].clamp(min=1))
-        logger.info(
-            "GTPO: H_ini = %.4f nats measured on %d prompts × %d completions in %.1f s (ln 2 = "
-            "%.4f): %s",
-            h_ini,
-            len(prompts),
-            self.num_generations,
-            time.perf_counter() - started,
-            LN2,
-            "below ln 2, Eq. 6 filters completions with ⟨H⟩ > ln 2"
-            if h_ini < LN2
-            else "at or above ln 2, Eq. 6 keeps every completion",
-        )
+        log_measured_h_ini(
+            h_ini, len(prompts), self.num_generations, time.perf_counter() - started,
+            self.gtpo_config.entropy_threshold,
+        )  # fmt: skip
         if len(prompts) < wanted:
             logger.warning(
                 "GTPO: the dataset has %d prompts, fewer than h_ini_prompts %d",
