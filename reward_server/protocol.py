@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+# The environment variable holding the server's API token: the server's setting, and where
+# gtpo-openrlhf takes the token its rollout actors send as ``Authorization: Bearer``.
+API_TOKEN_ENV = "GTPO_RS_API_TOKEN"
+
 # The paper's reward scale: format 0..10, accuracy 0 or 10, total 0..20.
 FORMAT_MAX = 10.0
 ACCURACY_CORRECT = 10.0

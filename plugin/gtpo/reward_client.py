@@ -471,7 +471,9 @@ class AsyncRewardClient:
     several. Retries and failover as the module says, for ``retry_for_s`` seconds; each attempt
     may take ``timeout_s`` (less when the retry budget ends sooner). At most
     ``max_connections`` requests are in flight per server, over as many keep-alive connections;
-    the others wait their turn (that wait is not a server failure and is not timed).
+    the others wait their turn (that wait is not a server failure and is not timed). ``token``
+    is sent as ``Authorization: Bearer`` (never in the URL, where command lines, dashboards and
+    access logs show it).
 
     The transport is aiohttp (OpenRLHF's own client library, so the rollout side adds nothing):
     on a rollout's burst of one-sample requests to this project's server it sent 870-950 a
@@ -487,8 +489,10 @@ class AsyncRewardClient:
         timeout_s: float = 180.0,
         max_connections: int = 64,
         hint: str = "check that it is running and reachable",
+        token: str | None = None,
     ) -> None:
         self.servers = ServerRotation(server_urls(endpoints))
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.retry_for_s = retry_for_s
         self.timeout_s = timeout_s
         self.max_connections = max_connections
@@ -509,7 +513,7 @@ class AsyncRewardClient:
             self._sessions, self._slots, self._loop = {}, {}, loop
         if url not in self._sessions:
             connector = aiohttp.TCPConnector(limit=self.max_connections)
-            self._sessions[url] = aiohttp.ClientSession(connector=connector)
+            self._sessions[url] = aiohttp.ClientSession(connector=connector, headers=self._headers)
             self._slots[url] = asyncio.Semaphore(self.max_connections)
         return self._sessions[url], self._slots[url]
 

@@ -259,3 +259,28 @@ def test_protocol_imports_nothing_but_the_standard_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_rollout_client_sends_the_token_from_the_environment_as_a_header(
+    scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gtpo-openrlhf takes GTPO_RS_API_TOKEN from its environment (as it takes the W&B key)
+    and its rollout actors send it as Authorization: Bearer: before, the token rode in
+    --reward.remote_url (?token=), which command lines, dashboards and access logs show."""
+    from gtpo.openrlhf.rewards import reward_token, rollout_reward_client
+
+    url, handler = scripted
+    monkeypatch.setenv("GTPO_RS_API_TOKEN", "s3cret")
+    client = rollout_reward_client([url + "/get_reward"], 5.0, reward_token())
+
+    async def ask() -> dict:
+        try:
+            return await client.get_reward({"query": ["q"], "prompts": ["p"], "labels": ["1"]})
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(ask())["rewards"] == [1.0]
+    assert handler.seen[-1]["auth"] == "Bearer s3cret"
+    assert "s3cret" not in handler.seen[-1]["path"]
+    monkeypatch.setenv("GTPO_RS_API_TOKEN", "")
+    assert reward_token() is None  # set and empty: no token (the server refuses to start so)

@@ -175,3 +175,28 @@ def test_root_message_unwraps_ray_task_errors():
     outer = RuntimeError("ray::PPOTrainer.fit() ...")
     outer.cause = middle
     assert root_message(outer) == "reward server http://x did not answer"
+
+
+def test_the_launcher_hands_the_token_from_its_environment_to_the_rollout_actors(
+    tmp_path, monkeypatch
+):
+    """gtpo-openrlhf reads GTPO_RS_API_TOKEN (as it reads the W&B key) and its rollout actors
+    send it as Authorization: Bearer to a server that requires it; --reward.remote_url carries
+    no ?token=, which the job's command line, Ray's dashboard and access logs would show."""
+    pytest.importorskip("deepspeed")
+    from openrlhf.trainer.ray import vllm_engine
+
+    from gtpo.openrlhf.__main__ import installed
+    from gtpo.openrlhf.actors import RetryingRewardExecutor
+    from gtpo.openrlhf.flags import parse_gtpo_flags
+
+    monkeypatch.setenv("GTPO_RS_API_TOKEN", "s3cret")  # the launcher's and the server's
+    with installed(parse_gtpo_flags([])):
+        token = vllm_engine.RolloutRayActor.extra["reward_token"]
+    assert token == "s3cret"
+    with LocalRewardServer(tmp_path / "rs.log") as server:
+        server.wait()
+        url = server.url + "/get_reward"
+        assert execute(RetryingRewardExecutor(url, 30, reward_token=token))["reward"] == [0.0]
+        with pytest.raises(RewardServerError, match="HTTP 401"):
+            execute(RetryingRewardExecutor(url, 30))

@@ -41,7 +41,7 @@ from gtpo.openrlhf.flags import (
     split_argv,
 )
 from gtpo.openrlhf.resume import CheckpointNotShared
-from gtpo.openrlhf.rewards import root_message
+from gtpo.openrlhf.rewards import reward_token, root_message
 from gtpo.openrlhf.rollouts import NothingTrainedError
 from gtpo.reward_client import RewardServerError, quiet_request_logs
 
@@ -108,7 +108,8 @@ def installed(
     nests it as args.gtpo, then `flags.configure` refuses contradicting settings and sets what
     GTPO owns (−γ, and the loss aggregation unless `openrlhf_argv` names it).
     PPOTrainer, PolicyModelActor and the vLLM RolloutRayActor become GTPO's subclasses; the
-    rollout actor is handed --gtpo.reward_timeout (create_vllm_engines builds its arguments).
+    rollout actor is handed --gtpo.reward_timeout and the reward server's token from this
+    process's environment (create_vllm_engines builds its arguments).
     get_strategy hides the W&B key in the args train(args) prints. The names replaced are
     `compat.REBOUND`; with `dry_run` get_strategy is `compat.DRY_RUN_STOP` (raises DryRunStop),
     and `compat.DRY_RUN_NO_RAY` is replaced too. `checked` receives the config and what it
@@ -140,7 +141,7 @@ def installed(
         "PPOTrainerAsync": async_training.GTPOPPOTrainerAsyncActor,
         "PolicyModelActor": actors.GTPOPolicyModelRayActor,
         "RolloutRayActor": actors.WithArguments(
-            actors.GTPORolloutRayActor, reward_timeout=reward_timeout
+            actors.GTPORolloutRayActor, reward_timeout=reward_timeout, reward_token=reward_token()
         ),
     }
     get_strategy = modules[compat.GET_STRATEGY[1]].get_strategy

@@ -505,12 +505,14 @@ class RetryingRewardExecutor(SingleTurnAgentExecutor):
     still has no reward stops the run with RewardServerError.
     """
 
-    def __init__(self, remote_rm_url: Any, reward_timeout: float) -> None:
+    def __init__(
+        self, remote_rm_url: Any, reward_timeout: float, reward_token: str | None = None
+    ) -> None:
         super().__init__(remote_rm_url)
         self.last_failure: str | None = None
         self.client = None
         if self.reward_endpoints and self.reward_func is None:
-            self.client = rollout_reward_client(self.reward_endpoints, reward_timeout)
+            self.client = rollout_reward_client(self.reward_endpoints, reward_timeout, reward_token)
 
     async def _fetch_rewards_via_http(self, queries_list, prompts_list, labels_list):
         payload = {"query": queries_list, "prompts": prompts_list, "labels": labels_list}
@@ -538,13 +540,14 @@ class GTPORolloutActor(_vllm_engine.RolloutRayActor.__ray_actor_class__):
         remote_rm_url: Any = None,
         agent_func_path: str | None = None,
         reward_timeout: float = 300.0,
+        reward_token: str | None = None,
         **kwargs: Any,
     ) -> None:
         await super().__init__(
             *args, remote_rm_url=remote_rm_url, agent_func_path=agent_func_path, **kwargs
         )
         if remote_rm_url and not agent_func_path:
-            self.executor = RetryingRewardExecutor(remote_rm_url, reward_timeout)
+            self.executor = RetryingRewardExecutor(remote_rm_url, reward_timeout, reward_token)
 
 
 def _remote_like(original: Any, cls: type) -> Any:

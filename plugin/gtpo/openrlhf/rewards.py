@@ -16,15 +16,22 @@ HTTP 5xx, 408, 429) moved to the next server at once, backoff between rounds, fo
 OpenRLHF protocol fails at once. Either way the run then stops with `RewardServerError`, whose
 message names the servers, instead of training on unscored samples.
 
+The server's token (`GTPO_RS_API_TOKEN`) is read from the launcher's environment, as the W&B
+key is, and handed to the rollout actors, which send it as `Authorization: Bearer`: never in
+`--reward.remote_url` (`?token=`), where the job's command line, Ray's dashboard and the
+server's access log show it.
+
 This module does not import OpenRLHF (the executor subclass lives in `actors.py`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from gtpo.config import flag
 from gtpo.reward_client import AsyncRewardClient
+from reward_server.protocol import API_TOKEN_ENV
 
 # One attempt may take this long (OpenRLHF's own client allows 180 s); a slow server that
 # answers within it is never sent the same request twice. See docs/training-openrlhf.md,
@@ -34,14 +41,23 @@ ATTEMPT_TIMEOUT_S = 180.0
 MAX_CONNECTIONS = 64
 
 
-def rollout_reward_client(endpoints: Sequence[str], reward_timeout: float) -> AsyncRewardClient:
-    """The reward client of one rollout actor (`--reward.remote_url`, `--gtpo.reward_timeout`)."""
+def reward_token() -> str | None:
+    """The reward server's token in this process's environment (None when unset or empty)."""
+    return os.environ.get(API_TOKEN_ENV) or None
+
+
+def rollout_reward_client(
+    endpoints: Sequence[str], reward_timeout: float, token: str | None = None
+) -> AsyncRewardClient:
+    """The reward client of one rollout actor (`--reward.remote_url`, `--gtpo.reward_timeout`,
+    the token the launcher read with `reward_token`)."""
     return AsyncRewardClient(
         endpoints,
         retry_for_s=reward_timeout,
         timeout_s=ATTEMPT_TIMEOUT_S,
         max_connections=MAX_CONNECTIONS,
         hint=f"check that it is running and reachable, or raise {flag('reward_timeout')}",
+        token=token,
     )
 
 
