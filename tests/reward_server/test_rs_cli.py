@@ -89,3 +89,43 @@ def test_idle_connections_outlive_every_clients_keep_alive(monkeypatch: pytest.M
     monkeypatch.setenv("GTPO_RS_KEEP_ALIVE_S", "30")
     main([])
     assert ran["timeout_keep_alive"] == 30
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_token_is_refused_at_start(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """`GTPO_RS_API_TOKEN=${TOKEN}` with TOKEN unset sets it empty: the server then answered
+    `?token=` with 200, open while its operator believed it closed, without a word."""
+    monkeypatch.setenv("GTPO_RS_API_TOKEN", value)
+    monkeypatch.setattr("uvicorn.run", lambda app, **kw: pytest.fail("the server started"))
+    with pytest.raises(ValueError, match="GTPO_RS_API_TOKEN is set but empty"):
+        main(["--port", "8125"])
+
+
+@pytest.mark.parametrize(
+    ("host", "token", "warned"),
+    [
+        ("0.0.0.0", None, True),
+        ("::", None, True),
+        ("rs.example", None, True),
+        ("0.0.0.0", "s3cret", False),
+        ("127.0.0.1", None, False),
+        ("localhost", None, False),
+        ("::1", None, False),
+    ],
+)
+def test_a_non_loopback_address_without_a_token_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    host: str,
+    token: str | None,
+    warned: bool,
+) -> None:
+    if token is not None:
+        monkeypatch.setenv("GTPO_RS_API_TOKEN", token)
+    monkeypatch.setattr("uvicorn.run", lambda app, **kw: None)
+    with caplog.at_level("WARNING", logger="reward_server"):
+        main(["--host", host])
+    said = [r.getMessage() for r in caplog.records if "without a token" in r.getMessage()]
+    assert bool(said) == warned, said
+    if warned:
+        assert host in said[0] and "GTPO_RS_API_TOKEN" in said[0]

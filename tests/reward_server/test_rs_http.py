@@ -364,3 +364,100 @@ def test_metrics_add_up_across_uvicorn_workers(make_server, tmp_path: Path) -> N
     assert list(scratch.glob("gtpo-rs-metrics-*")), "the shared samples live in a temp folder"
     srv.stop(signal.SIGTERM)
     assert not list(scratch.glob("gtpo-rs-metrics-*")), "a clean stop removes it"
+
+
+DEGENERATE = {
+    # The issue's probes: each took 1-11 s and held /healthz as long.
+    "12,000 spaces between two boxes": (
+        R + "<answer>\\boxed{1}" + " " * 12_000 + "x\\boxed{2}</answer>", "", "2"),
+    "12,000 spaces after a box": (R + "<answer>\\boxed{1}" + " " * 12_000 + "x</answer>", "", "1"),
+    "?format=boxed, 12,000 spaces": (
+        "w \\boxed{1}" + " " * 12_000 + "x\\boxed{2}", "?format=boxed", "2"),
+    "800 KB of end tokens": (R + "<answer>1</answer>" + "</s>" * 200_000, "", "1"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(DEGENERATE))
+def test_degenerate_answers_are_answered_at_once_and_healthz_meanwhile(server, name: str) -> None:
+    response, query, label = DEGENERATE[name]
+    other = "w \\boxed{7}" if "boxed" in query else R + "<answer>7</answer>"  # its format
+    body = {"query": [response, other], "labels": [label, "7"]}
+
+    async def main() -> tuple[httpx.Response, float, float]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+            probes: list[float] = []
+
+            async def health() -> None:
+                while True:
+                    t0 = time.perf_counter()
+                    assert (await client.get("/healthz")).status_code == 200
+                    probes.append(time.perf_counter() - t0)
+                    await asyncio.sleep(0.02)
+
+            polling = asyncio.create_task(health())
+            await asyncio.sleep(0.1)
+            t0 = time.perf_counter()
+            r = await client.post("/v1/score" + query, json=body)
+            took = time.perf_counter() - t0
+            await asyncio.sleep(0.1)
+            polling.cancel()
+            return r, took, max(probes)
+
+    r, took, slowest_health = asyncio.run(main())
+    assert r.status_code == 200 and took < 1.0, (r.status_code, took)
+    assert slowest_health < 1.0, slowest_health
+    assert r.json()["results"][1]["reason"] == "equivalent"  # the batch's other item
+
+
+def test_boxes_nested_400_deep_leave_the_rest_of_the_batch_scored(server) -> None:
+    """RecursionError before: HTTP 500 for the whole batch and 135 KB of traceback in the log;
+    OpenRLHF's client retried 5 times and then ended the run."""
+    deep = "\\boxed{" * 400 + "1" + "}" * 400
+    body = {
+        "query": [
+            R + "<answer>7</answer>",
+            R + f"<answer>{deep}</answer>",
+            R + "<answer>8</answer>",
+        ]
+        * 2,
+        "labels": ["7", "1", "8", deep, "7", "8"],
+    }
+    r = post(server, "/get_reward", body)
+    assert r.status_code == 200, r.text
+    assert r.json()["rewards"] == [20.0, 10.0, 20.0, 10.0, 10.0, 20.0]
+
+
+def test_a_verdict_not_computed_in_time_is_a_503_never_a_0(server) -> None:
+    """Four hung checks ahead of a symbolic one from the same client: the symbolic check
+    waits past its 2 s net. It used to come back 200 with reward 10 (accuracy 0, reason
+    queue_timeout): a reward that looked computed. Now the request says it was not."""
+    before = httpx.get(server.url + "/metrics").text
+    hangs = [R + f"<answer>{HANG}</answer>"] * 4
+    body = {
+        "query": [*hangs, R + "<answer>\\frac{\\sqrt{2}}{2}</answer>"],
+        "labels": [f"#### {k}" for k in range(4)] + ["\\frac{1}{\\sqrt{2}}"],
+    }
+    r = post(server, "/get_reward", body)
+    assert r.status_code == 503, r.text
+    assert r.headers["retry-after"] == "1"
+    assert "could not be computed" in r.json()["detail"] and "queue_timeout" in r.json()["detail"]
+    after = httpx.get(server.url + "/metrics").text
+    assert _metric(after, "gtpo_rs_not_computed_total") > _metric(
+        before, "gtpo_rs_not_computed_total"
+    )
+    # Asked again once the workers are free, the same answer is computed.
+    alone = {"query": body["query"][-1:], "labels": body["labels"][-1:]}
+    assert post(server, "/get_reward", alone).json()["rewards"] == [20.0]
+
+
+def test_the_access_log_never_records_a_token(make_server) -> None:
+    srv = make_server(
+        {"GTPO_RS_ACCESS_LOG": "true", "GTPO_RS_LOG_LEVEL": "info", "GTPO_RS_API_TOKEN": "s3cret"}
+    )
+    body = {"query": [R + "<answer>4</answer>"], "labels": ["4"]}
+    assert post(srv, "/get_reward?format=paper&token=s3cret", body).status_code == 200
+    assert post(srv, "/get_reward?token=s3cretx", body).status_code == 401
+    srv.stop()
+    log = srv.log.read_text()
+    assert "/get_reward?format=paper&token=*** HTTP/1.1" in log, log[-2000:]
+    assert "s3cret" not in log

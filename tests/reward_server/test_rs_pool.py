@@ -162,7 +162,7 @@ def test_cache_and_single_flight_share_one_check() -> None:
             assert third.reason == "timeout" and third.cached and not third.equal
             assert time.perf_counter() - t0 < 0.1
             # Another hang is still checked on its own.
-            assert not (await verifier.check(HANG, "2")).cached
+            assert not (await verifier.check(HANG, "2", deadline=_far())).cached
         finally:
             await pool.close()
         assert restarts == ["timeout", "timeout", "timeout"]
@@ -423,9 +423,11 @@ def test_a_busy_worker_killed_runs_the_check_again_within_the_wall_net() -> None
             result = await hung
             elapsed = time.perf_counter() - t0
             # Each run lived 0.3 s: stopped by the answer's net, 2 s after it arrived (its
-            # caller's wait and the last run end together).
+            # caller's wait and the last run end together). How many kills fit in the net
+            # depends on how fast a busy machine starts replacements (2 beside two CPU-bound
+            # processes, 3-6 quiet): at least one, and no more time than the net.
             assert not result.equal and result.reason in ("worker_error", "wall_timeout"), result
-            assert 2.0 <= elapsed < 2.5 and 3 <= kills < 10, (elapsed, kills)
+            assert 2.0 <= elapsed < 2.5 and 1 <= kills < 10, (elapsed, kills)
             # Each kill cost a restart and a re-run; the run alive at the deadline is killed too.
             assert restarts[:kills] == ["worker_error"] * kills, restarts
             assert set(restarts[kills:]) <= {"wall_timeout"} and len(reruns) in (kills - 1, kills)
@@ -593,7 +595,7 @@ def test_timeouts_are_counted_by_cause_in_the_metrics() -> None:
                 pool.run("sleep:100", "1"), pool.run("burn:0.01", "burn:0.01")
             )
             assert (stuck.reason, queued.reason) == ("wall_timeout", "queue_timeout")
-            assert (await pool.run("burn:0.1", "burn:0.1")).equal
+            assert (await pool.run("burn:0.1", "burn:0.1", deadline=_far())).equal
         finally:
             await pool.close()
 
@@ -609,3 +611,55 @@ def test_a_wall_net_below_the_cpu_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="below the CPU budget"):
         _pool(timeout_s=2.0, wall_timeout_s=1.0)
     assert _pool(timeout_s=2.0)._wall_timeout_s == 10.0  # WALL_NET_FACTOR budgets
+
+
+def test_one_clients_batch_does_not_hold_back_another_clients_check() -> None:
+    """One FIFO for every client made a single check wait for a whole batch queued before it
+    (a 4,096-pair batch delayed everyone else's checks 9.4 s). The fair queue serves the
+    client that has used the worker least: the single check goes next."""
+    done: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(target=paced_check, size=1, timeout_s=1.0, wall_timeout_s=60.0)
+        await pool.start()
+
+        async def run(answer: str, client: str) -> None:
+            assert (await pool.run(answer, answer, client=client)).equal
+            done.append(client)
+
+        try:
+            batch = [asyncio.create_task(run(f"burn:0.05{k:02d}", "batch")) for k in range(20)]
+            await asyncio.sleep(0.01)  # the batch is queued first
+            await run("burn:0.01", "single")
+            await asyncio.gather(*batch)
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert done.index("single") <= 2, done  # after the batch's running check and at most one
+
+
+def test_a_client_whose_checks_use_the_worker_long_gets_its_share_not_all() -> None:
+    """A client whose every check takes 0.3 s of the only worker, against one whose ten checks
+    take 0.01 s each, both queued at once: after the costly client's first check, the cheap
+    client's ten are all answered before its second, whatever the machine's load (the order is
+    by the worker time each has used, not by arrival: first come, the costly four went first)."""
+    done: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(target=paced_check, size=1, timeout_s=2.0, wall_timeout_s=60.0)
+        await pool.start()
+
+        async def run(answer: str, client: str) -> None:
+            assert (await pool.run(answer, answer, client=client)).equal
+            done.append(client)
+
+        try:
+            costly = [asyncio.create_task(run(f"burn:0.3{k}", "costly")) for k in range(4)]
+            await asyncio.sleep(0.01)
+            await asyncio.gather(*(run(f"burn:0.01{k}", "cheap") for k in range(10)), *costly)
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert done[:11] == ["costly"] + ["cheap"] * 10, done
