@@ -13,8 +13,11 @@ trusted servers set and uvicorn leaves off (each a setting, ``reward_server/sett
   sockets 86 s.
 - **A time limit for the body** (``GTPO_RS_BODY_TIMEOUT_S``) from the end of the headers: 408.
 - **Answers a client does not read** (``GTPO_RS_SEND_TIMEOUT_S``): once the transport's buffer
-  is full, the client has that long to read some of it, or the connection is dropped with
-  what it held.
+  is full, the client has that long to read some of it, or the connection is reset with what
+  it held; and the answers waiting for their clients hold at most
+  ``GTPO_RS_MAX_UNSENT_BYTES`` together (past it, the connection whose answer would pass it is
+  reset at once). Ten clients that never read an 8 MB answer held 150 MB for as long as they
+  liked.
 - **A cap on connections** (``GTPO_RS_MAX_CONNECTIONS``, and never more than the file
   descriptors the process may open, less ``FD_RESERVE``): a connection past it closes the
   oldest one that has no request in progress (silent and idle connections cost a descriptor
@@ -28,10 +31,13 @@ environment (``GTPO_RS_*``) once per process, as the app factory does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import resource
+import socket
+import struct
 import time
 from asyncio import TimerHandle
 from dataclasses import dataclass
@@ -56,6 +62,7 @@ class ConnectionLimits:
     body_timeout_s: float
     send_timeout_s: float
     max_connections: int
+    max_unsent_bytes: int
 
 
 def descriptor_limit() -> int:
@@ -90,7 +97,13 @@ def limits() -> ConnectionLimits:
         s.body_timeout_s,
         s.send_timeout_s,
         min(s.max_connections, most),
+        s.max_unsent_bytes,
     )
+
+
+# Bytes of answers waiting in the transports of connections whose clients do not read them,
+# every connection of this process together.
+_unsent = [0]
 
 
 _said: set[str] = set()
@@ -119,6 +132,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._head_received = 0  # bytes received while the headers were not complete
         self._headers_done = False
         self._too_large: str | None = None
+        self._unsent = 0  # this connection's share of _unsent
 
     # ------------------------------------------------------------ connection
 
@@ -130,6 +144,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._count_unsent(0)
         super().connection_lost(exc)
 
     def _make_room(self) -> None:
@@ -183,6 +198,17 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def _send_timeout(self) -> None:
         self._timer = None
         _once(f"a client left its answer unread for {self.limits.send_timeout_s:g} s")
+        self._reset()
+
+    def _reset(self) -> None:
+        """Drop the connection and the answer it holds."""
+        self._count_unsent(0)
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            # A reset, not a close: a close would leave what the kernel holds of the answer
+            # queued behind a FIN the client never reads (megabytes per connection).
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.transport.abort()  # drops the unsent answer with the connection
 
     def _refuse(self, status: int, detail: str) -> None:
@@ -274,8 +300,22 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def pause_writing(self) -> None:
         super().pause_writing()
+        self._count_unsent(self.transport.get_write_buffer_size())
+        if _unsent[0] > self.limits.max_unsent_bytes:
+            _once(
+                f"answers waiting for their clients passed {self.limits.max_unsent_bytes} bytes "
+                "(GTPO_RS_MAX_UNSENT_BYTES)"
+            )
+            self._disarm()
+            self._reset()
+            return
         self._arm(self.limits.send_timeout_s, self._send_timeout)
 
     def resume_writing(self) -> None:
         super().resume_writing()
+        self._count_unsent(0)
         self._disarm()
+
+    def _count_unsent(self, size: int) -> None:
+        _unsent[0] += size - self._unsent
+        self._unsent = size

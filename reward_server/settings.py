@@ -127,6 +127,12 @@ class Settings(BaseSettings):
         description="Seconds an answer may wait for its client to read it; the connection is "
         "dropped past it, with the memory it held.",
     )
+    max_unsent_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1,
+        description="Bytes of answers waiting for clients that do not read them, all "
+        "connections together; the connection whose answer would pass it is reset.",
+    )
     max_connections: int = Field(
         1000,
         ge=1,
