@@ -137,7 +137,8 @@ def print_table(
             f"lost {load.lost}, 5xx {load.status_5xx}, other non-200 {load.status_other}, "
             f"wrong reward {load.wrong_reward}, misrouted {load.misrouted}",
             f"total {lost} (must be 0); correct answers whose accuracy was lost to the "
-            f"per-answer deadline while workers were killed: {load.deadline_losses}",
+            f"per-answer deadline while workers were killed: {load.deadline_losses} (must be 0: "
+            f"{load.retried} answers not computed in time were 503s, sent again)",
         )
     )
     lat = load.latency_ms

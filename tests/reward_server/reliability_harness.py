@@ -58,6 +58,7 @@ PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\
 END = "<|im_end|>"
 NONCE = "{nonce}"  # replaced by a per-request token inside the reasoning block
 HANG = "\\gtpohang"  # GTPO_RS_DEBUG_HANG_ANSWER of every test server: a worker given it hangs
+RETRIES_503 = 30  # a request answered 503 (verdict not computed in time) is sent again
 WORKER_NAME = "gtpo-rs-verify"  # reward_server.pool.PROCESS_NAME, as /proc/PID/comm shows it
 ROUTES = ("/get_reward", "/v1/score")
 
@@ -375,11 +376,11 @@ class LoadReport:
     status_other: int = 0  # any non-200 that is not a 5xx
     wrong_reward: int = 0  # differs from the single-request answer or the known reward
     # Correct answers that lost exactly their accuracy (10) once faults began (workers killed,
-    # hung checks, the pool recovering):
-    # their check could not finish within the answer's deadline (the timeout, counted from
-    # arrival). Reported apart from wrong_reward, and checked against /metrics' deadline
-    # verdicts, because the deadline is a promise the server keeps on purpose.
+    # hung checks, the pool recovering). Before the server answered 503 for a verdict it could
+    # not compute in time, a check that missed its deadline scored 0 this way; now it must not.
     deadline_losses: int = 0
+    # 503s (a verdict not computed in time) sent again after Retry-After, as clients do
+    retried: int = 0
     deadline_verdicts: float = 0.0  # /metrics: timeout, queue_timeout, worker_error verdicts
     queue_timeouts: float = 0.0  # /metrics: checks whose deadline passed before a worker was free
     misrouted: int = 0  # X-Request-ID or echoed response of another request
@@ -503,15 +504,22 @@ def run_load(
             started_at[i] = time.perf_counter()
             phase_of[i] = phase
             try:
-                async with session.post(
-                    url + items[i].route,
-                    json=items[i].body(f"n{i}x"),
-                    headers={"X-Request-ID": str(i)},
-                ) as r:
-                    data = await r.json(content_type=None)
-                    latency[i] = time.perf_counter() - started_at[i]
-                    report.answered += 1
-                    check(i, r.status, r.headers, data)
+                for attempt in range(RETRIES_503):
+                    async with session.post(
+                        url + items[i].route,
+                        json=items[i].body(f"n{i}x"),
+                        headers={"X-Request-ID": str(i)},
+                    ) as r:
+                        data = await r.json(content_type=None)
+                        if r.status == 503 and attempt + 1 < RETRIES_503:
+                            wait = float(r.headers.get("Retry-After", "1"))
+                        else:
+                            latency[i] = time.perf_counter() - started_at[i]
+                            report.answered += 1
+                            check(i, r.status, r.headers, data)
+                            break
+                    report.retried += 1
+                    await asyncio.sleep(wait)
             except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
                 report.lost += 1
                 fail(f"item {i}: no answer ({exc!r})")

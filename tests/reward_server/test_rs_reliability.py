@@ -60,15 +60,11 @@ def test_20000_completions_64_clients_with_killed_workers_and_hangs(
     assert report.lost == report.status_5xx == report.status_other == 0, detail
     assert report.misrouted == 0, detail
     assert report.wrong_reward == 0, detail
-    # A correct answer whose check could not finish within its deadline (the timeout, counted
-    # from its arrival) once the faults began scores accuracy 0: the deadline is kept on
-    # purpose. Each is a deadline verdict in /metrics, and they stay a small share of what was
-    # sent while a worker was killed every 0.1 s (2 cores: 46-78 of about 6,650, 0.7-1.2 %).
-    sent_during_faults = sum(
-        n for phase, (_, _, n) in report.latency_ms.items() if phase != "before"
-    )
-    assert report.deadline_losses <= 0.02 * sent_during_faults, detail
-    assert report.deadline_losses <= report.deadline_verdicts - report.hangs, detail
+    # A correct answer whose check could not finish within its deadline once the faults began
+    # used to score accuracy 0 (46-78 of about 6,650 sent while a worker was killed every
+    # 0.1 s): a reward nobody computed. The server now answers 503 for it, the client sends it
+    # again, and the verdict comes back computed.
+    assert report.deadline_losses == 0, detail
 
     # Faults: workers were killed under load (some in the middle of a check, which then ran
     # again on the replacement), and the pool came back to full size each time.
@@ -85,9 +81,11 @@ def test_20000_completions_64_clients_with_killed_workers_and_hangs(
     assert restarts_for_kills >= 0.9 * report.kills + 2
     assert report.restarts.get("worker_error", 0) >= 0.5 * report.kills
     # (a hang whose deadline passed while it waited for a worker never held one: no restart)
-    assert report.restarts.get("timeout", 0) + report.queue_timeouts >= 12
-    # Hangs: each cut at the timeout and scored 0 (6 of the 12 went to /v1/score).
-    assert set(report.hang_reasons) <= {"timeout", "queue_timeout"}
+    cut = report.restarts.get("timeout", 0) + report.restarts.get("wall_timeout", 0)
+    assert cut + report.queue_timeouts >= 12
+    # Hangs: each cut at its CPU budget and scored 0 (6 of the 12 went to /v1/score); one cut
+    # by the net or the queue was answered 503 and sent again.
+    assert set(report.hang_reasons) <= {"timeout"}
     assert sum(report.hang_reasons.values()) == 6
 
     # Soak: memory does not grow with the number of requests served.
