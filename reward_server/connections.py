@@ -39,7 +39,7 @@ import resource
 import socket
 import struct
 import time
-from asyncio import TimerHandle
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,11 @@ def _once(what: str) -> None:
         log.warning("%s (further ones are not logged)", what)
 
 
+# How often the deadlines of every connection are looked at: one sweep for all connections,
+# where a timer per request cost two schedulings and two cancellations a request.
+SWEEP_S = 0.25
+
+
 class LimitedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the limits of the module docstring."""
 
@@ -124,11 +129,12 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self.limits = limits()
         # uvicorn answers 503 when this many connections (this one included) are open.
         self.limit_concurrency = self.limits.max_connections + 1
-        self._timer: TimerHandle | None = None  # the header, body or send deadline running
+        # The deadline running (loop time) and what passing it does: headers, body, or an
+        # answer left unread; None when the connection waits on nobody but the app.
+        self._deadline: float | None = None
+        self._expire: Callable[[], None] = self._header_timeout
         self._in_request = False  # from a request's first byte until its answer is sent
         self._idle_since = time.monotonic()
-        self._header_bytes = 0  # of the request line and headers, as the parser reports them
-        self._header_count = 0
         self._head_received = 0  # bytes received while the headers were not complete
         self._headers_done = False
         self._too_large: str | None = None
@@ -138,12 +144,15 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm(self.limits.header_timeout_s, self._header_timeout)
+        self._until(self.limits.header_timeout_s, self._header_timeout)
+        if not getattr(self.server_state, "gtpo_sweeping", False):
+            self.server_state.gtpo_sweeping = True  # type: ignore[attr-defined]
+            self.loop.call_later(SWEEP_S, _sweep, self.server_state, self.loop)
         if len(self.connections) > self.limits.max_connections:
             self._make_room()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._deadline = None
         self._count_unsent(0)
         super().connection_lost(exc)
 
@@ -170,17 +179,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     # ------------------------------------------------------------ deadlines
 
-    def _arm(self, seconds: float, expire: Any) -> None:
-        self._disarm()
-        self._timer = self.loop.call_later(seconds, expire)
-
-    def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    def _until(self, seconds: float, expire: Callable[[], None]) -> None:
+        self._deadline = self.loop.time() + seconds
+        self._expire = expire
 
     def _header_timeout(self) -> None:
-        self._timer = None
         if self._in_request:
             _once(f"a request's headers took over {self.limits.header_timeout_s:g} s")
             self._refuse(408, "request headers not received in time (GTPO_RS_HEADER_TIMEOUT_S)")
@@ -188,7 +191,6 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self.transport.close()  # it never sent a byte
 
     def _body_timeout(self) -> None:
-        self._timer = None
         _once(f"a request's body took over {self.limits.body_timeout_s:g} s")
         if self.cycle is not None and not self.cycle.response_started:
             self._refuse(408, "request body not received in time (GTPO_RS_BODY_TIMEOUT_S)")
@@ -196,12 +198,12 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _send_timeout(self) -> None:
-        self._timer = None
         _once(f"a client left its answer unread for {self.limits.send_timeout_s:g} s")
         self._reset()
 
     def _reset(self) -> None:
         """Drop the connection and the answer it holds."""
+        self._deadline = None
         self._count_unsent(0)
         sock = self.transport.get_extra_info("socket")
         if sock is not None:
@@ -213,6 +215,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def _refuse(self, status: int, detail: str) -> None:
         """Answer ``status`` with a one-line JSON detail and close the connection."""
+        self._deadline = None
         if self.transport.is_closing():
             return
         body = json.dumps({"detail": detail}).encode()
@@ -234,48 +237,34 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._in_request = True  # its first byte: the header deadline runs from here
             self._headers_done = False
             self._head_received = 0
-            self._arm(self.limits.header_timeout_s, self._header_timeout)
+            self._until(self.limits.header_timeout_s, self._header_timeout)
         if not self._headers_done:
             self._head_received += len(data)
         super().data_received(data)
         if not self._headers_done and self._head_received > self.limits.max_header_bytes:
-            self._header_bytes = self._head_received  # one header still growing
-            self._within_limits()
+            self._too_large = self._head_too_large()  # one header still growing, or many
         if self._too_large is not None:
             _once(self._too_large)
             self._refuse(431, self._too_large)
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._header_bytes = self._header_count = 0
-
-    def on_url(self, url: bytes) -> None:
-        self._header_bytes += len(url)
-        if self._within_limits():
-            super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_bytes += len(name) + len(value) + 4
-        self._header_count += 1
-        if self._within_limits():
-            super().on_header(name, value)
-
-    def _within_limits(self) -> bool:
-        if self._too_large is None:
-            if self._header_bytes > self.limits.max_header_bytes:
-                self._too_large = (
-                    f"request line and headers over {self.limits.max_header_bytes} bytes "
-                    "(GTPO_RS_MAX_HEADER_BYTES)"
-                )
-            elif self._header_count > self.limits.max_headers:
-                self._too_large = f"over {self.limits.max_headers} headers (GTPO_RS_MAX_HEADERS)"
-        return self._too_large is None
+    def _head_too_large(self) -> str:
+        return (
+            f"request line and headers over {self.limits.max_header_bytes} bytes "
+            "(GTPO_RS_MAX_HEADER_BYTES)"
+        )
 
     def on_headers_complete(self) -> None:
         self._headers_done = True
+        if len(self.headers) > self.limits.max_headers:
+            self._too_large = f"over {self.limits.max_headers} headers (GTPO_RS_MAX_HEADERS)"
+        elif self._head_received > self.limits.max_header_bytes:
+            # The read that ended the headers may hold body too: count the headers themselves.
+            size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
+            if size > self.limits.max_header_bytes:
+                self._too_large = self._head_too_large()
         if self._too_large is not None:
             return  # never reaches the app; data_received answers 431
-        self._arm(self.limits.body_timeout_s, self._body_timeout)
+        self._until(self.limits.body_timeout_s, self._body_timeout)
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
@@ -285,8 +274,8 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         if self._too_large is not None:
             return
-        if self._timer is not None and not self.flow.write_paused:
-            self._disarm()  # the body is in; the answer is the app's
+        if not self.flow.write_paused:
+            self._deadline = None  # the body is in; the answer is the app's
         super().on_message_complete()
 
     # ------------------------------------------------------------ answering
@@ -294,8 +283,6 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         self._in_request = False
         self._idle_since = time.monotonic()
-        if not self.flow.write_paused:
-            self._disarm()
         super().on_response_complete()  # arms uvicorn's keep-alive deadline
 
     def pause_writing(self) -> None:
@@ -306,16 +293,27 @@ class LimitedHttpProtocol(HttpToolsProtocol):
                 f"answers waiting for their clients passed {self.limits.max_unsent_bytes} bytes "
                 "(GTPO_RS_MAX_UNSENT_BYTES)"
             )
-            self._disarm()
             self._reset()
             return
-        self._arm(self.limits.send_timeout_s, self._send_timeout)
+        self._until(self.limits.send_timeout_s, self._send_timeout)
 
     def resume_writing(self) -> None:
         super().resume_writing()
         self._count_unsent(0)
-        self._disarm()
+        if self._expire == self._send_timeout:
+            self._deadline = None
 
     def _count_unsent(self, size: int) -> None:
         _unsent[0] += size - self._unsent
         self._unsent = size
+
+
+def _sweep(server_state: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """Act on every connection whose deadline has passed; again in ``SWEEP_S``."""
+    now = loop.time()
+    for conn in list(server_state.connections):
+        deadline = getattr(conn, "_deadline", None)
+        if deadline is not None and now >= deadline:
+            conn._deadline = None
+            conn._expire()
+    loop.call_later(SWEEP_S, _sweep, server_state, loop)

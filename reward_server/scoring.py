@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 from reward_server import sentence
@@ -115,7 +115,7 @@ class ItemErrors:
             )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 3 us a request
 class ItemRead:
     """What reading one completion found: the format, the answer and the reference; the
     accuracy's reason when reading decided it; otherwise the checks the judge resolves."""
@@ -213,7 +213,7 @@ class Scorer:
     ) -> list[Read]:
         """``read_rows(rows)``: in the event loop for a small request, else in a reading thread,
         ``READ_CHUNK_CHARS`` at a time (the loop answers other requests meanwhile)."""
-        sizes = [chars(row) for row in rows]
+        sizes = list(map(chars, rows))
         if sum(sizes) <= READ_INLINE_CHARS:
             return read_rows(rows)
         if self._reader is None:
@@ -267,19 +267,23 @@ class Scorer:
         except Exception as exc:
             self.errors.report("reference", exc)
             return ItemRead(response, fmt.name, parsed.format, answer, None, Reason.REFERENCE_ERROR)
-        item = ItemRead(response, fmt.name, parsed.format, answer, reference)
         reason = self._gate(parsed.format, answer, reference)
         if reason is not None:
-            return replace(item, reason=reason)
+            return ItemRead(response, fmt.name, parsed.format, answer, reference, reason)
         assert answer is not None and reference is not None
         try:
             check = self._precheck(answer, reference)
-            if isinstance(check, Verdict) and not check.equal:
-                return replace(item, check=check)  # wrong already: nothing else to read
-            return replace(item, check=check, **self._followups(parsed, answer, reference))
+            if isinstance(check, Verdict) and not check.equal:  # wrong: nothing else to read
+                return ItemRead(response, fmt.name, parsed.format, answer, reference, None, check)
+            refused, others, trailing = self._followups(parsed, answer, reference)
         except Exception as exc:
             self.errors.report("check", exc)
-            return replace(item, reason=Reason.CHECK_ERROR)
+            reason = Reason.CHECK_ERROR
+            return ItemRead(response, fmt.name, parsed.format, answer, reference, reason)
+        return ItemRead(
+            response, fmt.name, parsed.format, answer, reference, None, check, refused, others,
+            trailing,
+        )  # fmt: skip
 
     def _gate(self, fmt: FormatResult, answer: str | None, reference: str | None) -> Reason | None:
         """The accuracy's reason when there is nothing to check."""
@@ -332,30 +336,35 @@ class Scorer:
             self.errors.report("check", exc)
             return Verdict(False, Reason.CHECK_ERROR)
 
-    def _followups(self, parsed: Parsed, answer: str, reference: str) -> dict:
+    def _followups(
+        self, parsed: Parsed, answer: str, reference: str
+    ) -> tuple[Reason | None, tuple[Check, ...], Check | None]:
         """What the rest of the response says about an answer that may be right: words before
-        a boxed answer that hedge or negate it, other final answers that must state its value,
-        text after an answer block that may give another answer."""
+        a boxed answer that hedge or negate it (the refusal), other final answers that must
+        state its value (their checks), text after an answer block that may give another
+        answer (its check)."""
+        if not (parsed.lead or parsed.others or parsed.after):
+            return None, (), None  # the paper format's answer block, alone
         lead = _shorten(parsed.lead)[-self._max_chars :]  # the words nearest the box
         refused = sentence.refusal(lead) if lead.strip() else None
         if refused is not None:
-            return {"refused": refused}
+            return refused, (), None
         values = dict.fromkeys(self._unwrapped(other) for other in parsed.others)
         values.pop(answer, None)
         if len(values) > MAX_OTHER_ANSWERS:
-            return {"others": (Verdict(False, Reason.SEVERAL_ANSWERS),)}
+            return None, (Verdict(False, Reason.SEVERAL_ANSWERS),), None
         others = tuple(self._precheck(value, reference) for value in values)
         trailing = _shorten(parsed.after).strip()
         if not trailing:
-            return {"others": others}
+            return None, others, None
         if len(trailing) > self._max_chars:
             # Too long to read as one answer: refused when it holds anything like a value.
             if _ANY_VALUE.search(trailing):
-                return {"others": others, "trailing": Verdict(False, Reason.ANSWER_NOT_LAST)}
-            return {"others": others}
+                return None, others, Verdict(False, Reason.ANSWER_NOT_LAST)
+            return None, others, None
         if not sentence.states_value(trailing):
-            return {"others": others}
-        return {"others": others, "trailing": self._precheck(trailing, reference)}
+            return None, others, None
+        return None, others, self._precheck(trailing, reference)
 
     async def judge(
         self, item: ItemRead, deadline: float | None = None, client: Hashable = None
@@ -365,10 +374,12 @@ class Scorer:
         equal = False
         if reason is None:
             assert item.check is not None
-            verdict = await self._resolve(item.check, deadline, client)
-            if verdict.equal:
+            verdict = item.check
+            if not isinstance(verdict, Verdict):
+                verdict = await self._resolve(verdict, deadline, client)
+            if verdict.equal and (item.refused or item.others or item.trailing):
                 verdict = await self._committed(item, verdict, deadline, client)
-            equal, reason = verdict.equal, Reason(verdict.reason)
+            equal, reason = verdict.equal, verdict.reason
         accuracy = ACCURACY_CORRECT if equal else 0.0
         return ItemScore(
             response=item.response,

@@ -50,14 +50,6 @@ def code_marker() -> Iterator[Path]:
     CODE_MARKER.unlink(missing_ok=True)
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 @dataclass
 class Server:
     url: str
@@ -145,7 +137,27 @@ def rs_tools() -> object:
     """Helpers for test modules (they cannot import conftest under --import-mode=importlib)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(HANG=HANG, descendants=reliability_harness.descendants, alive=alive)
+    return SimpleNamespace(
+        HANG=HANG, descendants=reliability_harness.descendants, alive=reliability_harness.alive
+    )
+
+
+@pytest.fixture
+def harness_servers(tmp_path: Path) -> Iterator[Callable[..., tuple]]:
+    """Start servers as the reliability harness does (``start(env)`` -> (process, url)), their
+    output in the test's folder; every one killed at the end of the test."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(env: dict[str, str] | None = None) -> tuple:
+        proc, url = reliability_harness.start_server(env or {}, log=tmp_path / "servers.log")
+        started.append(proc)
+        return proc, url
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
 
 
 @pytest.fixture(scope="session")

@@ -29,14 +29,21 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from reliability_harness import descendants, pss_bytes, start_server, stop_server, term_with_parent
+from reliability_harness import (
+    alive,
+    descendants,
+    pss_bytes,
+    start_server,
+    stop_server,
+    term_with_parent,
+    wait_ready,
+)
 
 from gtpo.local_reward_server import free_port
 
@@ -304,7 +311,7 @@ def few_descriptors(env: dict[str, str], silent_sockets: int = 300, requests: in
     report = Descriptors(silent_sockets, requests, 0)
     socks: list[socket.socket] = []
     try:
-        _ready(url, proc)
+        wait_ready(url, proc)
         socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(silent_sockets)]
         time.sleep(1.0)
         body = {"query": ["<reasoning>r</reasoning><answer>4</answer>"], "labels": ["4"]}
@@ -323,20 +330,6 @@ def few_descriptors(env: dict[str, str], silent_sockets: int = 300, requests: in
             s.close()
         stop_server(proc)
     return report
-
-
-def _ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("reward server exited during start-up")
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("reward server not ready")
 
 
 @dataclass
@@ -372,9 +365,9 @@ def supervisor_killed(
                 continue
         free = time.monotonic() - killed_at
         break
-    while any(_alive(p) for p in workers) and time.monotonic() - killed_at < 20.0:
+    while any(alive(p) for p in workers) and time.monotonic() - killed_at < 20.0:
         time.sleep(0.1)
-    left = sum(_alive(p) for p in workers)
+    left = sum(alive(p) for p in workers)
     restarted = False
     if free < wait_s:
         try:
@@ -384,7 +377,7 @@ def supervisor_killed(
         except RuntimeError:
             pass
     for pid in everything:
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
     return Restart(len(workers), left, free, restarted)
 
@@ -395,11 +388,3 @@ def _uvicorn_workers(supervisor: int) -> list[int]:
     for task in Path(f"/proc/{supervisor}/task").glob("*"):
         children += [int(c) for c in (task / "children").read_text().split()]
     return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"

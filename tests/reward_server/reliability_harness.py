@@ -247,18 +247,28 @@ def start_server(
     if log is not None:
         out.close()  # the child holds its own copy
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    try:
+        wait_ready(url, proc)
+    except RuntimeError:
+        proc.kill()
+        raise
+    return proc, url
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
+    """Until ``/readyz`` answers 200; RuntimeError if the server exits first or is not ready
+    after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("reward server exited during start-up")
         try:
             with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
                 if r.status == 200:
-                    return proc, url
+                    return
         except OSError:
             time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("reward server not ready after 120 s")
+    raise RuntimeError(f"reward server not ready after {timeout_s:g} s")
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:
@@ -286,6 +296,15 @@ def descendants(pid: int) -> list[int]:
                     found.append(child)
                     todo.append(child)
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has exited)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def comm(pid: int) -> str:

@@ -613,37 +613,9 @@ def test_a_wall_net_below_the_cpu_budget_is_refused() -> None:
     assert _pool(timeout_s=2.0)._wall_timeout_s == 10.0  # WALL_NET_FACTOR budgets
 
 
-def test_one_clients_batch_does_not_hold_back_another_clients_check() -> None:
-    """One FIFO for every client made a single check wait for a whole batch queued before it
-    (a 4,096-pair batch delayed everyone else's checks 9.4 s). The fair queue serves the
-    client that has used the worker least: the single check goes next."""
-    done: list[str] = []
-
-    async def main() -> None:
-        pool = _pool(target=paced_check, size=1, timeout_s=1.0, wall_timeout_s=60.0)
-        await pool.start()
-
-        async def run(answer: str, client: str) -> None:
-            assert (await pool.run(answer, answer, client=client)).equal
-            done.append(client)
-
-        try:
-            batch = [asyncio.create_task(run(f"burn:0.05{k:02d}", "batch")) for k in range(20)]
-            await asyncio.sleep(0.01)  # the batch is queued first
-            await run("burn:0.01", "single")
-            await asyncio.gather(*batch)
-        finally:
-            await pool.close()
-
-    asyncio.run(main())
-    assert done.index("single") <= 2, done  # after the batch's running check and at most one
-
-
-def test_a_client_whose_checks_use_the_worker_long_gets_its_share_not_all() -> None:
-    """A client whose every check takes 0.3 s of the only worker, against one whose ten checks
-    take 0.01 s each, both queued at once: after the costly client's first check, the cheap
-    client's ten are all answered before its second, whatever the machine's load (the order is
-    by the worker time each has used, not by arrival: first come, the costly four went first)."""
+def _finishing_order(first: list[tuple[str, str]], then: list[tuple[str, str]]) -> list[str]:
+    """One worker; the (answer, client) checks of ``first`` queued, then, 10 ms later, those of
+    ``then``: the clients in the order their checks finished."""
     done: list[str] = []
 
     async def main() -> None:
@@ -655,11 +627,31 @@ def test_a_client_whose_checks_use_the_worker_long_gets_its_share_not_all() -> N
             done.append(client)
 
         try:
-            costly = [asyncio.create_task(run(f"burn:0.3{k}", "costly")) for k in range(4)]
+            queued = [asyncio.create_task(run(*check)) for check in first]
             await asyncio.sleep(0.01)
-            await asyncio.gather(*(run(f"burn:0.01{k}", "cheap") for k in range(10)), *costly)
+            await asyncio.gather(*(run(*check) for check in then), *queued)
         finally:
             await pool.close()
 
     asyncio.run(main())
+    return done
+
+
+def test_one_clients_batch_does_not_hold_back_another_clients_check() -> None:
+    """One FIFO for every client made a single check wait for a whole batch queued before it
+    (a 4,096-pair batch delayed everyone else's checks 9.4 s). The fair queue serves the
+    client that has used the worker least: the single check goes next."""
+    batch = [(f"burn:0.05{k:02d}", "batch") for k in range(20)]
+    done = _finishing_order(batch, [("burn:0.01", "single")])
+    assert done.index("single") <= 2, done  # after the batch's running check and at most one
+
+
+def test_a_client_whose_checks_use_the_worker_long_gets_its_share_not_all() -> None:
+    """A client whose every check takes 0.3 s of the only worker, against one whose ten checks
+    take 0.01 s each, both queued at once: after the costly client's first check, the cheap
+    client's ten are all answered before its second, whatever the machine's load (the order is
+    by the worker time each has used, not by arrival: first come, the costly four went first)."""
+    costly = [(f"burn:0.3{k}", "costly") for k in range(4)]
+    cheap = [(f"burn:0.01{k}", "cheap") for k in range(10)]
+    done = _finishing_order(costly, cheap)
     assert done[:11] == ["costly"] + ["cheap"] * 10, done

@@ -8,7 +8,6 @@ of both are in docs/benchmarks.md, printed by benchmarks/reward_server_probes.py
 from __future__ import annotations
 
 import asyncio
-import signal
 import statistics
 
 import connection_probes as CONN  # tests/reward_server/, on sys.path (conftest.py)
@@ -24,20 +23,9 @@ MARGIN_S = 5.0
 
 
 @pytest.fixture
-def server(harness):
-    """Start fresh servers (2 verification workers, else the defaults, plus ``env``)."""
-    started = []
-
-    def start(env: dict[str, str] | None = None):
-        proc, url = harness.start_server({"GTPO_RS_VERIFY_WORKERS": "2", **(env or {})})
-        started.append(proc)
-        return proc, url
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+def server(harness_servers):
+    """Fresh servers: 2 verification workers, else the defaults, plus ``env``."""
+    return lambda env=None: harness_servers({"GTPO_RS_VERIFY_WORKERS": "2", **(env or {})})
 
 
 def test_well_behaved_clients_get_computed_rewards_beside_hostile_ones(server) -> None:

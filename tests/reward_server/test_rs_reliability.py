@@ -8,7 +8,6 @@ that nothing was lost, misrouted or scored wrong.
 from __future__ import annotations
 
 import signal
-from pathlib import Path
 
 import pytest
 
@@ -18,22 +17,11 @@ WORKERS = 2
 
 
 @pytest.fixture
-def servers(harness, tmp_path: Path):
-    """Start servers with the harness's settings; all stopped at the end of the test."""
-    started = []
-    log = tmp_path / "servers.log"
-
-    def start(extra: dict[str, str] | None = None):
-        env = harness.server_env({"GTPO_RS_VERIFY_WORKERS": str(WORKERS), **(extra or {})})
-        proc, url = harness.start_server(env, log=log)
-        started.append(proc)
-        return proc, url
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+def servers(harness, harness_servers):
+    """Servers with the harness's settings and this suite's workers."""
+    return lambda extra=None: harness_servers(
+        harness.server_env({"GTPO_RS_VERIFY_WORKERS": str(WORKERS), **(extra or {})})
+    )
 
 
 def test_20000_completions_64_clients_with_killed_workers_and_hangs(
