@@ -249,6 +249,13 @@ REFUSED = {
         ["--ds.load_in_4bit"],
         "--ds.load_in_4bit without --ds.lora.rank: bitsandbytes' 4-bit weights are packed bytes",
     ),
+    # Trains, then OpenRLHF's final save asserts its ZeRO-3 state dict has every key, and the
+    # quant-state entries are missing (a fit() run on CPU; the assertion is not device-specific).
+    "4bit_zero3": (
+        ["--ds.load_in_4bit", "--ds.lora.rank", "8", "--ds.zero_stage", "3"],
+        "the trained adapters are not written. A 4-bit base is a quarter of bf16's size and only "
+        "the adapters have optimizer state: pass --ds.zero_stage 2.",
+    ),
     # OpenRLHF's Actor asserts bf16 with 4 bits, in each policy actor after Ray started.
     "4bit_fp16": (
         ["--ds.load_in_4bit", "--ds.lora.rank", "8", "--ds.param_dtype", "fp16"],

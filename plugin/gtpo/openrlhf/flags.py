@@ -156,6 +156,14 @@ def _4bit_refusals(args: Any) -> list[str]:
             f"as weights. Pass {compat.LORA_RANK.flag} (QLoRA: the authors used 128 with "
             f"--ds.lora.alpha 128), or drop {compat.LOAD_IN_4BIT.flag}."
         )
+    if compat.ZERO_STAGE.get(args) == 3:
+        problems.append(
+            f"{compat.LOAD_IN_4BIT.flag} with {compat.ZERO_STAGE.flag} 3: training runs, but "
+            "OpenRLHF's save of the final model fails after the whole run (its ZeRO-3 state "
+            "dict lacks bitsandbytes' quant-state entries: 'AssertionError: mismatch keys'), "
+            "and the trained adapters are not written. A 4-bit base is a quarter of bf16's "
+            f"size and only the adapters have optimizer state: pass {compat.ZERO_STAGE.flag} 2."
+        )
     dtype = compat.PARAM_DTYPE.get(args)
     if dtype != compat.BF16:
         problems.append(
@@ -462,9 +470,9 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
 
     Raises GTPOConfigError listing every refused setting: OpenRLHF's that contradict GTPO, the
     `--gtpo.*` values GTPOConfig refuses, OpenRLHF's layout rules that it checks only after Ray
-    has started (`plan.layout_refusals`), 4-bit weights without LoRA or bf16, and a W&B run
-    named without a key (the key is taken from WANDB_API_KEY when set). In GTPO mode sets
-    `--actor.entropy_coef` to −γ in the penalty form (None when γ = 0 and in the advantage
+    has started (`plan.layout_refusals`), 4-bit weights without LoRA or bf16 or under ZeRO-3,
+    and a W&B run named without a key (the key is taken from WANDB_API_KEY when set). In GTPO
+    mode sets `--actor.entropy_coef` to −γ in the penalty form (None when γ = 0 and in the advantage
     form, whose γ⟨H⟩_i goes into the advantages; None also skips OpenRLHF's extra entropy
     pass) and, unless `--actor.loss_agg_mode` is among `given_flags` (the OpenRLHF flags on the
     command line), `--actor.loss_agg_mode seq-mean-token-mean`: Eq. 7 averages each
