@@ -33,29 +33,36 @@ def dequantize_nf4(packed: torch.Tensor, quant_state: dict) -> torch.Tensor:
     return (quant_state["quant_map"].float()[indices[:count]] * per_value).reshape(shape)
 
 
-def merged_weights(raw: dict, scaling: float) -> dict[str, torch.Tensor]:
-    """Base-model name → float32 weight of every 4-bit layer in `raw` (the fit_site recording
-    `trainer_raw_*`: PEFT name → adapter tensor, or → {"packed", "quant_state"}), its LoRA
-    update added: dequant(W) + B·A·scaling (scaling = α/r), the product in float32."""
+def lora_layers(raw: dict, scaling: float) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Base-model name → (dequantized base, LoRA update B·A·scaling), float32, of every 4-bit
+    layer in `raw` (the fit_site recording `trainer_raw_*`: PEFT name → adapter tensor, or →
+    {"packed", "quant_state"}); scaling = α/r. A 4-bit layer without adapters has update 0."""
     out = {}
     for name, value in raw.items():
         if not isinstance(value, dict):
             continue
-        weight = dequantize_nf4(value["packed"], value["quant_state"])
+        base = dequantize_nf4(value["packed"], value["quant_state"])
         layer = name.removesuffix(".base_layer.weight")
+        update = torch.zeros_like(base)
         if layer != name:  # a LoRA layer's base: its adapters sit beside it
             a = raw[f"{layer}.lora_A.default.weight"].float()
             b = raw[f"{layer}.lora_B.default.weight"].float()
-            weight = weight + (b @ a) * scaling
+            update = (b @ a) * scaling
             name = f"{layer}.weight"
-        out[name.removeprefix("base_model.model.")] = weight
+        out[name.removeprefix("base_model.model.")] = (base, update)
     return out
+
+
+def merged_weights(raw: dict, scaling: float) -> dict[str, torch.Tensor]:
+    """Base-model name → dequant(W) + B·A·α/r (float32) of every 4-bit layer in `raw`."""
+    return {name: base + update for name, (base, update) in lora_layers(raw, scaling).items()}
 
 
 def bf16_rounding_ratio(sent: torch.Tensor, base: torch.Tensor, update: torch.Tensor) -> float:
     """The largest |sent − (base + update)| over the bound the sync's bf16 roundings allow, per
     element: the base dequantized to bf16, the update B·A·α/r formed in bf16 (peft), and their
-    sum sent in bf16 each round once, by at most 2⁻⁸ of the value (8 significant bits). At most
-    1 when the sync sent base + update; the float32 arguments are the exact values."""
-    bound = (base.abs() + update.abs() + (base + update).abs()) * 2**-8 + 1e-7
+    sum sent in bf16 each round once, by less than 2⁻⁸ of the value (8 significant bits), plus
+    float32's own rounding (2⁻²⁰ is generous). At most 1 when the sync sent base + update; the
+    float32 arguments are the exact values. (Two roundings near their worst reach 0.99.)"""
+    bound = (base.abs() + update.abs() + (base + update).abs()) * (2**-8 + 2**-20) + 1e-9
     return float(((sent.float() - (base + update)).abs() / bound).max())

@@ -19,6 +19,9 @@ records what the run did at every step so the test can recompute it independentl
     ActorPPOTrainer.ppo_train call, the high-water mark reset before it (benchmarks/step_cost.py).
     train_micro_batches_<pid>.json: the training micro-batches of each ppo_train call, per rank.
     trainer_weights_<pid>_<n>.pt: the weights the n-th sync sent (policy rank 0).
+    trainer_raw_<pid>_<n>.pt: with a 4-bit base (QLoRA), what those weights were made from as
+    the trainer held it: every adapter tensor, and every 4-bit weight's packed bytes with its
+    quant state (bitsandbytes' `QuantState.as_dict()`, plain tensors and numbers).
     generations_<pid>.jsonl: each completion an engine generated, with its count of syncs then.
     prefix_cache_resets_<pid>.json: each prefix-cache reset an engine was asked for, and whether
     vLLM did it.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import itertools
 import os
 
+import bnb_cpu_layout
 import cuda_on_cpu
 import float32_on_cpu
 import vllm_cpu_transport
@@ -143,11 +147,30 @@ def _record_synced_weights(actors) -> None:
                 if rank0:
                     sent[name] = param.data.detach().clone()
         if rank0:
-            name = f"trainer_weights_{os.getpid()}_{next(syncs)}.pt"
-            torch.save(sent, os.path.join(capture, name))
+            n = next(syncs)
+            torch.save(sent, os.path.join(capture, f"trainer_weights_{os.getpid()}_{n}.pt"))
+            raw = _raw_4bit_state(model)
+            if raw:
+                torch.save(raw, os.path.join(capture, f"trainer_raw_{os.getpid()}_{n}.pt"))
         return out
 
     trainer_class.broadcast_to_vllm = recording_broadcast
+
+
+def _raw_4bit_state(model) -> dict:
+    """PEFT name → adapter tensor, or → {"packed", "quant_state"} of a 4-bit weight; empty
+    without a 4-bit weight. (One rank, ZeRO-2: nothing to gather.)"""
+    import torch
+
+    raw = {}
+    for name, param in model.named_parameters():
+        state = getattr(param, "quant_state", None)
+        if state is not None:
+            quant = {k: v.clone() if torch.is_tensor(v) else v for k, v in state.as_dict().items()}
+            raw[name] = {"packed": param.data.clone(), "quant_state": quant}
+        elif "lora_" in name:
+            raw[name] = param.data.detach().clone()
+    return raw if any(isinstance(v, dict) for v in raw.values()) else {}
 
 
 def _record_engine(vllm_engine) -> None:
@@ -172,18 +195,30 @@ def _record_engine(vllm_engine) -> None:
 
     async def greedy_after_sync(self):
         """greedy_<pid>.jsonl: the engine's greedy continuation of GTPO_TEST_GREEDY_PROMPT (a
-        JSON list of token ids) right after each sync, through its own scheduler and prefix
-        cache, to compare with the trainer's weights of that sync."""
+        JSON list of token ids, or a list of such lists) right after each sync, through its own
+        scheduler and prefix cache, GTPO_TEST_GREEDY_TOKENS tokens at most (default 8), to
+        compare with the trainer's weights of that sync. One line per prompt, in order."""
+        import asyncio
+
         from vllm import SamplingParams
         from vllm.utils import random_uuid
 
-        prompt = json.loads(os.environ["GTPO_TEST_GREEDY_PROMPT"])
-        greedy = SamplingParams(temperature=0.0, max_tokens=8)
-        outputs = [o async for o in self.llm.generate({"prompt_token_ids": prompt}, greedy,
-                                                       random_uuid())]  # fmt: skip
-        line = {"syncs": self._gtpo_syncs, "ids": list(outputs[-1].outputs[0].token_ids)}
+        prompts = json.loads(os.environ["GTPO_TEST_GREEDY_PROMPT"])
+        if prompts and isinstance(prompts[0], int):
+            prompts = [prompts]
+        tokens = int(os.environ.get("GTPO_TEST_GREEDY_TOKENS", "8"))
+        greedy = SamplingParams(temperature=0.0, max_tokens=tokens)
+
+        async def continuation(prompt: list[int]) -> list[int]:
+            request = self.llm.generate({"prompt_token_ids": prompt}, greedy, random_uuid())
+            outputs = [o async for o in request]
+            return list(outputs[-1].outputs[0].token_ids)
+
+        continuations = await asyncio.gather(*(continuation(p) for p in prompts))
         with open(os.path.join(capture, f"greedy_{os.getpid()}.jsonl"), "a") as fh:
-            fh.write(json.dumps(line) + "\n")
+            for k, ids in enumerate(continuations):
+                line = {"syncs": self._gtpo_syncs, "prompt": k, "ids": ids}
+                fh.write(json.dumps(line) + "\n")
 
     async def recording_generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
         syncs = getattr(self, "_gtpo_syncs", 0)
@@ -268,9 +303,10 @@ def _both(first, second):
 
 
 # The real engine's weight sync on CPU (a no-op where the stand-in engine runs: it imports none of
-# these modules but its own PyNcclCommunicator, the same gloo class); float32 where the harness
-# asks for it (a CPU without bf16 units: tests/standins/float32_on_cpu.py).
-extra = dict(vllm_cpu_transport.PATCHES)
+# these modules but its own PyNcclCommunicator, the same gloo class); bitsandbytes' 4-bit layers
+# in the layout a GPU keeps (tests/standins/bnb_cpu_layout.py); float32 where the harness asks
+# for it (a CPU without bf16 units: tests/standins/float32_on_cpu.py).
+extra = {**vllm_cpu_transport.PATCHES, **bnb_cpu_layout.PATCHES}
 if os.environ.get("GTPO_TEST_FLOAT32") == "1":
     extra.update(float32_on_cpu.PATCHES)
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
