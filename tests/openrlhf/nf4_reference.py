@@ -65,4 +65,4 @@ def bf16_rounding_ratio(sent: torch.Tensor, base: torch.Tensor, update: torch.Te
     float32's own rounding (2⁻²⁰ is generous). At most 1 when the sync sent base + update; the
     float32 arguments are the exact values. (Two roundings near their worst reach 0.99.)"""
     bound = (base.abs() + update.abs() + (base + update).abs()) * (2**-8 + 2**-20) + 1e-9
-    return float(((sent.float() - (base + update)).abs() / bound).max())
+    return float(((sent.detach().float() - (base + update)).abs() / bound).max())
