@@ -131,7 +131,7 @@ def test_the_cut_must_be_a_positive_entropy():
     from gtpo.config import GTPOConfig, GTPOConfigError
 
     for bad in (0.0, -0.7, float("nan"), float("inf")):
-        with pytest.raises(GTPOConfigError, match="--gtpo.entropy_threshold"):
+        with pytest.raises(GTPOConfigError, match=r"--gtpo\.entropy_threshold"):
             GTPOConfig(entropy_threshold=bad)
 
 

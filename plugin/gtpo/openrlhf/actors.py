@@ -40,7 +40,7 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from openrlhf.utils.logging_utils import init_logger
 from openrlhf.utils.loss_utils import get_loss_batch_info
 
-from gtpo import LN2, completion_entropy, state
+from gtpo import completion_entropy, state
 from gtpo.openrlhf import compat, enable_logging
 from gtpo.openrlhf.advantages import weight_advantages
 from gtpo.openrlhf.flags import gtpo_config
@@ -387,18 +387,10 @@ class GTPOController:
         if not samples:
             raise RuntimeError("the prompt dataset is empty: there is nothing to measure H_ini on")
         h_ini = float(self.experience_maker.completion_entropies(samples).mean())
-        logger.info(
-            "GTPO: H_ini = %.4f nats measured on %d prompts × %d completions in %.1f s "
-            "(ln 2 = %.4f): %s",
-            h_ini,
-            prompts,
-            len(samples) // max(prompts, 1),
-            time.perf_counter() - started,
-            LN2,
-            "below ln 2, Eq. 6 filters completions with ⟨H⟩ > ln 2"
-            if h_ini < LN2
-            else "at or above ln 2, Eq. 6 keeps every completion",
-        )
+        state.log_measured_h_ini(
+            h_ini, prompts, len(samples) // max(prompts, 1), time.perf_counter() - started,
+            self.gtpo.entropy_threshold,
+        )  # fmt: skip
         if prompts < wanted:
             logger.warning(
                 "GTPO: the dataset has %d prompts, fewer than --gtpo.h_ini_prompts %d",

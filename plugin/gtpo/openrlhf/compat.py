@@ -261,6 +261,13 @@ LORA_RANK = Arg("ds.lora.rank")
 LORA_TARGET_MODULES = Arg("ds.lora.target_modules")
 ALL_LINEAR = "all-linear"  # peft's shorthand (a string only): every linear layer but the head
 BF16 = "bf16"  # PARAM_DTYPE; with LOAD_IN_4BIT, Actor asserts it (the NF4 compute dtype)
+# What a policy GPU holds in each phase (gtpo/openrlhf/memory.py).
+VLLM_MEMORY = Arg("vllm.gpu_memory_utilization")
+DS_SLEEP = Arg("ds.enable_sleep")
+ADAM_OFFLOAD = Arg("ds.adam_offload")
+REF_OFFLOAD = Arg("ref.offload")
+GRADIENT_CHECKPOINTING = Arg("actor.gradient_checkpointing_enable")
+MAX_TOKENS_PER_GPU = Arg("train.max_tokens_per_gpu")
 # W&B starts only when the key is set (PPOTrainer: `WandbLogger(args) if
 # args.logger.wandb.key else None`); the other wandb flags alone change nothing.
 TENSORBOARD_DIR = Arg("logger.tensorboard_dir")
@@ -280,7 +287,8 @@ ARGS = (
     VLLM_TENSOR_PARALLEL_SIZE, MODEL, PROMPT_DATASET, PROMPT_PROBS, TENSORBOARD_DIR, INPUT_KEY,
     LABEL_KEY, MAX_SAMPLES, NUM_EPISODES, REMOTE_URL, MAX_NEW_TOKENS, MAX_LEN, LOAD_IN_4BIT,
     LORA_RANK, WANDB_KEY, *WANDB_SETTINGS, IS_CORRECTION_LEVEL, IS_CORRECTION_MODE,
-    PREFIX_CACHING, SYNC_WITH_RAY, PARAM_DTYPE, LORA_TARGET_MODULES,
+    PREFIX_CACHING, SYNC_WITH_RAY, PARAM_DTYPE, LORA_TARGET_MODULES, VLLM_MEMORY, DS_SLEEP,
+    ADAM_OFFLOAD, REF_OFFLOAD, GRADIENT_CHECKPOINTING, MAX_TOKENS_PER_GPU,
 )  # fmt: skip
 
 

@@ -483,7 +483,7 @@ def configure(args: Any, given_flags: Collection[str] = ()) -> GTPOConfig:
     """
     config, config_problems = _checked_config(args)
     problems = _refusals(args) + (_gtpo_refusals(args, config) if config.is_gtpo else [])
-    problems += config_problems + plan.layout_refusals(args)
+    problems += config_problems + plan.layout_refusals(args) + plan.memory_refusals(args, config)
     wandb = _wandb_refusal(args, given_flags)
     if wandb:
         problems.append(wandb)

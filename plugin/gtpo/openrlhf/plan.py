@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from gtpo.config import GTPOConfig, flag
-from gtpo.openrlhf import compat
+from gtpo.openrlhf import compat, memory
 
 logger = logging.getLogger(__name__)
 
@@ -241,6 +241,65 @@ def _dataset_refusals(args: Any) -> list[str]:
     return problems
 
 
+# --- memory per GPU (memory.py) -------------------------------------------------------------
+
+
+def gpu_memory(config: GTPOConfig) -> tuple[int | None, str]:
+    """One GPU's bytes and where that number comes from: the GPU of the machine the launcher
+    runs on (the head node of a cluster), else --gtpo.gpu_memory_gib (a dry run on a laptop),
+    else unknown."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            device = torch.cuda.get_device_properties(0)
+            return int(device.total_memory), f"the local {device.name}"
+    except Exception:  # no usable CUDA here: fall back to the flag
+        pass
+    if config.gpu_memory_gib is not None:
+        return int(config.gpu_memory_gib * memory.GIB), flag("gpu_memory_gib")
+    return None, ""
+
+
+def memory_estimate(args: Any, config: GTPOConfig) -> tuple[memory.GPUMemory | None, int, str]:
+    """Each phase's memory on a policy GPU, the GPU's bytes and their source; no estimate
+    without the model's config or a GPU size."""
+    size, source = gpu_memory(config)
+    shape = memory.ModelShape.from_config(local_model_config(compat.MODEL.get(args)) or {})
+    if shape is None or size is None:
+        return None, size or 0, source
+    return memory.estimate(args, shape, size), size, source
+
+
+def memory_refusals(args: Any, config: GTPOConfig) -> list[str]:
+    estimate, size, source = memory_estimate(args, config)
+    return memory.refusals(args, estimate, size, source) if estimate else []
+
+
+def _memory_rows(args: Any, config: GTPOConfig) -> list[str]:
+    estimate, size, source = memory_estimate(args, config)
+    if estimate is None:
+        why = (
+            "the model's config was not read"
+            if size
+            else f"one GPU's size is unknown: pass {flag('gpu_memory_gib')}"
+        )
+        return [_row("memory", f"not estimated ({why})")]
+    rows = [_row("memory", f"per policy GPU of {memory.gib(size)} ({source}), estimates:")]
+    if estimate.generation is not None:
+        rows.append(_row("  generation", estimate.generation.describe()))
+    rows.append(_row("  training", estimate.training.describe()))
+    rows.append(
+        _row(
+            "  vLLM",
+            f"{compat.VLLM_MEMORY.flag} {compat.VLLM_MEMORY.get(args)}: "
+            f"{memory.gib(estimate.engine_share)}, its KV cache holds "
+            f"{estimate.kv_sequences} sequences of {compat.MAX_LEN.get(args)} tokens",
+        )
+    )
+    return rows
+
+
 # --- the plan -------------------------------------------------------------------------------
 
 
@@ -418,9 +477,16 @@ def _method_rows(args: Any, config: GTPOConfig, changes: dict[str, tuple[Any, An
         h_ini = f"not needed (entropy filter {config.filter_mode})"
     if config.is_gtpo:
         conflict = "off" if config.no_conflict else f"{config.conflict_weight:g}"
+        cut = f"{config.entropy_threshold:.4g} nats"
+        delta = {
+            "auto": f"δ drops ⟨H⟩ above {cut} when H_ini is below it",
+            "on": f"δ drops ⟨H⟩ above {cut} on every step",
+            "off": "δ off",
+        }[config.filter_mode]
         method = (
             f"GTPO: advantages × λ·δ (Eq. 5-6; λ on conflict tokens of positive completions: "
-            f"{conflict}), γ = {config.gamma:g} in the {config.entropy_form} form (Eq. 7)"
+            f"{conflict}; {delta}), γ = {config.gamma:g} in the {config.entropy_form} form "
+            "(Eq. 7)"
         )
     else:
         method = "the GRPO baseline: λ ≡ 1, δ ≡ 1, γ = 0 (entropy measured and logged)"
@@ -446,6 +512,7 @@ def render(args: Any, config: GTPOConfig, changes: dict[str, tuple[Any, Any]], v
             *_placement_rows(args),
             _model_row(args),
             *_batch_rows(args),
+            *_memory_rows(args, config),
             _row("rewards", reward[0]),
             *(_row("", line) for line in reward[1:]),
             *_method_rows(args, config, changes),
