@@ -17,7 +17,7 @@
 #   GTPO_ROLLOUT_BATCH_SIZE (16)  GTPO_TRAIN_BATCH_SIZE (rollout batch x G: one policy
 #   iteration per batch)  GTPO_ROLLOUT_MICRO_BATCH_SIZE (8)  GTPO_TRAIN_MICRO_BATCH_SIZE (4)
 #   GTPO_MAX_NEW_TOKENS (512)  GTPO_MAX_LEN (1024)  GTPO_NUM_NODES (1)
-#   GTPO_GPUS_PER_NODE (visible GPUs)  GTPO_VLLM_TP (1)  GTPO_REWARD_URL
+#   GTPO_GPUS_PER_NODE (visible GPUs)  GTPO_VLLM_TP (1)  GTPO_VLLM_MEMORY (0.6)  GTPO_REWARD_URL
 #   GTPO_RUN_NAME  GTPO_CKPT_DIR (/ckpt)  GTPO_OUTPUT_DIR (/outputs)  GTPO_SAVE_STEPS (50)
 #   GTPO_RAY_HEAD (host:6379, ray-worker)  WANDB_API_KEY (turns W&B logging on)
 #   GTPO_EXTRA_ARGS (more flags, split on whitespace)
@@ -80,6 +80,9 @@ train_command() {
     # --train.colocate_all, and OpenRLHF asserts it spans the same nodes (its default: 1 x 8).
     --ref.num_nodes "$nodes" --ref.num_gpus_per_node "$gpus"
     --vllm.num_engines "$((gpus * nodes / tp))" --vllm.tensor_parallel_size "$tp"
+    # vLLM's share of each GPU while it generates: the policy's weights stay beside it through
+    # sleep mode (the launcher checks both phases against the GPU's memory).
+    --vllm.gpu_memory_utilization "${GTPO_VLLM_MEMORY:-0.6}"
     --train.colocate_all --vllm.enable_sleep --ds.enable_sleep
     --ds.zero_stage 2 --ds.param_dtype bf16 --actor.gradient_checkpointing_enable
     --gtpo.algo "${GTPO_ALGO:-gtpo}" --gtpo.gamma "${GTPO_GAMMA:-0.1}"

@@ -78,8 +78,18 @@ def _resolve(value: Any, env: dict[str, str]) -> Any:
 
 
 def render(files: list[str], env: dict[str, str]) -> dict:
-    """The services of `files` (later ones override) with `env` interpolated."""
+    """The services of `files` (later ones override) with `env` interpolated, and each
+    `environment` entry without a value passed through from `env` when set there (dropped
+    otherwise), as Compose does."""
     merged: dict = {}
     for name in files:
         merged = _merge(merged, yaml.load((REPO / name).read_text(), Loader=_Loader))
-    return _resolve(merged, env)["services"]
+    services = _resolve(merged, env)["services"]
+    for service in services.values():
+        environment = service.get("environment") or {}
+        for key in [k for k, v in environment.items() if v is None]:
+            if key in env:
+                environment[key] = env[key]
+            else:
+                del environment[key]
+    return services

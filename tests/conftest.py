@@ -49,3 +49,22 @@ def real_model():
         if os.environ.get("GTPO_TEST_STRICT") == "1":
             raise
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def docs_run(real_model, tmp_path_factory, request):
+    """The docs runner's run of this test session (tests/documented): one clone, one user
+    environment, every documented command at most once. Its report of what ran, with every
+    substitution and time, is written at the end (documented-commands.md) and printed."""
+    from documented import tiny_model
+    from documented.runner import DocsRun
+
+    root = tmp_path_factory.mktemp("docs")
+    tiny = tiny_model.build(real_model.path, root / "tiny-smollm2")
+    run = DocsRun(root, tiny, "docker" if "docker" in (request.config.option.markexpr or "")
+                  else "slow")  # fmt: skip
+    yield run
+    if run.report.rows:
+        report = run.report.markdown()
+        (root / "documented-commands.md").write_text(report)
+        print(f"\nThe documented commands, as run ({root / 'documented-commands.md'}):\n{report}")

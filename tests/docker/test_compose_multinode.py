@@ -50,3 +50,32 @@ def test_compose_itself_resolves_the_same(env):
     ours = render(HOSTNET, env)
     for service, key in (("reward-server", "GTPO_RS_HOST"), ("trainer", "GTPO_REWARD_URL")):
         assert theirs[service]["environment"][key] == ours[service]["environment"][key]
+
+
+def test_the_documented_worker_node_gets_the_head_s_image_volumes_and_secrets():
+    """docs/deployment.md's other nodes run the trainer service itself (`compose run`), not a
+    bare `docker run` of an image that was built only on the head: the same build, the Hugging
+    Face cache and HF_TOKEN (a gated model), and the checkpoint folder on the shared storage the
+    head's ranks write to (a resume reads every rank's shards)."""
+    from documented import pages
+
+    block = next(
+        b for b in pages.blocks(REPO / "docs" / "deployment.md")
+        if any("other node" in c.place for c in b.commands)
+    )  # fmt: skip
+    worker = [c for c in block.commands if "other node" in c.place]
+    exports = {}
+    for command in worker:
+        if command.argv[0] == "export":
+            exports.update(a.partition("=")[::2] for a in command.argv[1:])
+    (run,) = [c for c in worker if c.argv[0] == "docker"]
+    assert run.argv[:2] == ("docker", "compose") and "run" in run.argv, run.text
+    assert run.argv[-2:] == ("trainer", "ray-worker"), run.text
+    env = {k: v.replace("$HEAD_IP", "10.0.0.1") for k, v in exports.items()}
+    trainer = render(HOSTNET, env)["trainer"]
+    mounts = {target: source for source, target in (v.rsplit(":", 1) for v in trainer["volumes"])}
+    assert mounts["/ckpt"] == "/shared/ckpt" and mounts["/data"] == "/shared/data"
+    assert "/hf" in mounts
+    assert trainer["environment"]["GTPO_RAY_HEAD"] == "10.0.0.1:6379"
+    with_token = render(HOSTNET, {**env, "HF_TOKEN": "hf_secret"})["trainer"]["environment"]
+    assert with_token["HF_TOKEN"] == "hf_secret"

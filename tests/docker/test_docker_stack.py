@@ -274,3 +274,44 @@ def test_compose_demo_profile_end_to_end(compose_with_engine, base_image, wheel_
         text=True,
     )
     assert left.stdout.strip() == "", "compose down left containers behind"
+
+
+def test_the_deployment_page_runs_as_written(compose_with_engine, base_image, wheel_url,
+                                              tmp_path, capsys):  # fmt: skip
+    """docs/deployment.md's commands, as the docs runner runs every page (tests/documented):
+    each as written but for the substitution table's Docker rules (the host-network override on
+    this bridge-less engine, the offline base image and local torch wheel, the quick demo), its
+    GPU profile listed as GPU-only. The stack comes up, the demo writes its report to the
+    clone's ./gtpo-demo through the server, `compose down` leaves nothing running."""
+    from documented import pages
+    from documented.runner import DocsRun, page_session
+
+    assert compose_with_engine  # Compose v2 installed as the `docker compose` plugin
+    run = DocsRun(tmp_path, tiny_model=tmp_path / "unused", stage="docker")
+    page = "docs/deployment.md"
+    env = {"GTPO_BASE_IMAGE": base_image}
+    if wheel_url:
+        env.update(GTPO_PIP_FIND_LINKS=wheel_url, GTPO_TORCH_INDEX_URL="")
+    project = run.workdir.name
+    try:
+        with capsys.disabled(), page_session(run, page) as session:
+            session.context.docker_env = env
+            session.context.wheelhouse = cpu_torch_wheelhouse()
+            print(f"\n== {page}")
+            for block in pages.blocks(pages.ROOT / page):
+                session.run_block(block)
+    finally:
+        subprocess.run(
+            ["docker", "compose", "-p", project, "down", "--volumes", "--remove-orphans"],
+            capture_output=True, cwd=run.workdir,
+        )  # fmt: skip
+    ran = {w.split(":")[1] for w in run.by_where if w.startswith(page)}
+    assert len(ran) >= 5, ran  # up, the demo twice, down, the offline build
+    results = json.loads((run.workdir / "gtpo-demo" / "results.json").read_text())
+    assert results["reward_requests"] > 0
+    left = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert left.stdout.strip() == "", "the page's compose down left containers running"
+    print(run.report.markdown())

@@ -20,88 +20,19 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from namespaces import IFACE, Net, in_namespace, kill_namespace_processes, two_namespaces
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
-IFACE = "gtpo0"  # both ends carry this name inside their namespace
-
-
-@dataclass
-class Net:
-    head: str
-    worker: str
-    head_ip: str
-    worker_ip: str
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=30)
-
-
-def _in(namespace: str, *cmd: str) -> list[str]:
-    return ["ip", "netns", "exec", namespace, *cmd]
-
-
-@contextlib.contextmanager
-def two_namespaces() -> Iterator[Net]:
-    """Namespaces `gtpo-h<n>` and `gtpo-w<n>`, each with loopback up and one end of a veth pair
-    named IFACE at 10.<a>.<b>.1/24 and .2/24; no route leaves them. Removed on exit with every
-    process inside them."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("network namespaces need root and iproute2")
-    tag = f"{os.getpid() % 100000}"
-    net = Net(
-        f"gtpo-h{tag}", f"gtpo-w{tag}",
-        f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}.1",
-        f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}.2",
-    )  # fmt: skip
-    head_end, worker_end = f"gh{tag}", f"gw{tag}"
-    try:
-        _ip("netns", "add", net.head)
-        _ip("netns", "add", net.worker)
-        _ip("link", "add", head_end, "type", "veth", "peer", "name", worker_end)
-        for namespace, end, address in (
-            (net.head, head_end, net.head_ip),
-            (net.worker, worker_end, net.worker_ip),
-        ):
-            _ip("link", "set", end, "netns", namespace)
-            _ip("-n", namespace, "link", "set", "lo", "up")
-            _ip("-n", namespace, "link", "set", end, "name", IFACE)
-            _ip("-n", namespace, "addr", "add", f"{address}/24", "dev", IFACE)
-            _ip("-n", namespace, "link", "set", IFACE, "up")
-        yield net
-    finally:
-        for namespace in (net.head, net.worker):
-            _kill_namespace_processes(namespace)
-            subprocess.run(["ip", "netns", "del", namespace], capture_output=True, timeout=30)
-        # A veth end never moved into a namespace (a failure half-way) is still here.
-        subprocess.run(["ip", "link", "del", head_end], capture_output=True, timeout=30)
-
-
-def _kill_namespace_processes(namespace: str) -> None:
-    """SIGKILL exactly the processes inside `namespace` (`ip netns pids`), nothing else."""
-    for _ in range(5):
-        listed = subprocess.run(
-            ["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=30
-        )
-        pids = [int(p) for p in listed.stdout.split()]
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.5)
 
 
 def _environment(**extra: str) -> dict[str, str]:
@@ -114,7 +45,7 @@ def _environment(**extra: str) -> dict[str, str]:
 def _start(namespace: str, cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
     sink = log.open("w")
     return subprocess.Popen(
-        _in(namespace, *cmd), env=env, stdout=sink, stderr=subprocess.STDOUT,
+        in_namespace(namespace, *cmd), env=env, stdout=sink, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
 
@@ -123,7 +54,7 @@ def _wait_http(namespace: str, url: str, timeout: float, log: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         probe = subprocess.run(
-            _in(namespace, sys.executable, "-c",
+            in_namespace(namespace, sys.executable, "-c",
                 f"import urllib.request; urllib.request.urlopen({url!r}, timeout=2)"),
             capture_output=True, timeout=30,
         )  # fmt: skip
@@ -171,14 +102,14 @@ def ray_cluster(
             logs / "ray-worker.log", env,
         )  # fmt: skip
         waited = subprocess.run(
-            _in(net.head, sys.executable, "-c", WAIT_FOR_TWO_NODES, address),
+            in_namespace(net.head, sys.executable, "-c", WAIT_FOR_TWO_NODES, address),
             env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert waited.returncode == 0, waited.stderr[-2000:] + _logs(logs)
         yield address
     finally:
         for namespace in (net.head, net.worker):
-            _kill_namespace_processes(namespace)
+            kill_namespace_processes(namespace)
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
@@ -247,8 +178,9 @@ def test_a_second_node_reaches_the_reward_server_as_documented(tmp_path):
         ray_env = _environment(RAY_USAGE_STATS_ENABLED="0")
         with ray_cluster(net, ray_env, tmp_path, cpus=1, gpus=1) as address:
             driver = subprocess.run(
-                _in(net.head, sys.executable, "-c", POST_FROM_WORKER, address, net.worker_ip,
-                    f"{head_url}/get_reward", f"http://127.0.0.1:{port}/get_reward"),
+                in_namespace(net.head, sys.executable, "-c", POST_FROM_WORKER, address,
+                             net.worker_ip, f"{head_url}/get_reward",
+                             f"http://127.0.0.1:{port}/get_reward"),
                 env=ray_env, capture_output=True, text=True, timeout=300,
             )  # fmt: skip
         assert driver.returncode == 0, driver.stderr[-3000:] + _logs(tmp_path)
@@ -300,7 +232,7 @@ print(json.dumps(rows))
 def _actor_nodes(net: Net, address: str, env: dict[str, str]) -> dict[str, tuple[str, str]]:
     """actor id -> (class name, node address) of every actor the cluster has run."""
     listed = subprocess.run(
-        _in(net.head, sys.executable, "-c", ACTOR_NODES, address),
+        in_namespace(net.head, sys.executable, "-c", ACTOR_NODES, address),
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr[-2000:]
@@ -341,7 +273,7 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
             """`ray job submit … -- gtpo-openrlhf ARGV` from the worker node, as documented: the
             job's driver runs on the head, in the environment `ray start --head` was given."""
             done = subprocess.run(
-                _in(net.worker, "ray", "job", "submit", "--address",
+                in_namespace(net.worker, "ray", "job", "submit", "--address",
                     f"http://{net.head_ip}:{DASHBOARD_PORT}", "--", "gtpo-openrlhf", *argv),
                 env=env, capture_output=True, text=True, timeout=600,
             )  # fmt: skip

@@ -70,9 +70,11 @@ def update_weight(self, name, dtype, shape, empty_cache=False):
     """`WorkerWrap.update_weight` with the weight received on the CPU and loaded layerwise at the
     end of the sync (module docstring)."""
     import torch
+    import vllm_cpu_sleep
 
     if dtype != self.model_config.dtype:  # WorkerWrap's own assertion
         raise AssertionError(f"mismatch dtype: src {dtype}, dst {self.model_config.dtype}")
+    vllm_cpu_sleep.check_weights_awake(self)
     weight = torch.empty(shape, dtype=dtype)
     if self._model_update_with_ray:
         import ray.util.collective as collective

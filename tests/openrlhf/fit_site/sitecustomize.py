@@ -39,6 +39,7 @@ import os
 import bnb_cpu_layout
 import cuda_on_cpu
 import float32_on_cpu
+import vllm_cpu_sleep
 import vllm_cpu_transport
 
 
@@ -302,11 +303,12 @@ def _both(first, second):
     return patch
 
 
-# The real engine's weight sync on CPU (a no-op where the stand-in engine runs: it imports none of
-# these modules but its own PyNcclCommunicator, the same gloo class); bitsandbytes' 4-bit layers
+# The real engine's weight sync and its sleep mode on CPU (tests/standins/vllm_cpu_sleep.py; a
+# no-op where the stand-in engine runs: it imports none of these modules but its own
+# PyNcclCommunicator, the same gloo class); bitsandbytes' 4-bit layers
 # in the layout a GPU keeps (tests/standins/bnb_cpu_layout.py); float32 where the harness asks
 # for it (a CPU without bf16 units: tests/standins/float32_on_cpu.py).
-extra = {**vllm_cpu_transport.PATCHES, **bnb_cpu_layout.PATCHES}
+extra = {**vllm_cpu_transport.PATCHES, **vllm_cpu_sleep.PATCHES, **bnb_cpu_layout.PATCHES}
 if os.environ.get("GTPO_TEST_FLOAT32") == "1":
     extra.update(float32_on_cpu.PATCHES)
 if os.environ.get("GTPO_TEST_CAPTURE_DIR"):

@@ -1,0 +1,44 @@
+"""Every documented command runs as written, after the substitution table (slow stage).
+
+One test per page: its blocks in page order, in one shell session (tests/documented/runner.py).
+A page whose command no longer runs fails here, naming the command, its substitutions and the
+end of its output. deployment.md's Docker commands run in the Docker stage
+(tests/docker/test_docker_documented.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from documented import pages
+from documented.runner import page_session
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+
+DOCKER_PAGES = {"docs/deployment.md"}
+PAGES = [str(p.relative_to(pages.ROOT)) for p in pages.pages()]
+
+
+# What a command's output must show beyond its exit status: (which commands, what they print).
+SHOWS = [
+    # It trained a step (a resume: the step after its checkpoint, below).
+    (lambda argv: "gtpo-openrlhf" in argv and "--ckpt.load_enable" not in argv, ["Global step 1"]),
+    (lambda argv: "--ckpt.load_enable" in argv,  # a resume continues after its checkpoint
+     ["restored from the checkpoint", "Global step 2"]),
+    (lambda argv: argv[:2] == ["gtpo", "eval"], ["pass@1"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in DOCKER_PAGES])
+def test_the_page_runs_as_written(page, docs_run, capsys):
+    blocks = pages.blocks(pages.ROOT / page)
+    ran = []
+    with capsys.disabled(), page_session(docs_run, page) as session:
+        print(f"\n== {page}")
+        for block in blocks:
+            ran += session.run_block(block)
+    for run in ran:
+        for applies, shown in SHOWS:
+            if applies(run.sub.argv):
+                output = run.output
+                missing = [text for text in shown if text not in output]
+                assert not missing, f"{run.sub.command.where} printed none of {missing}"
