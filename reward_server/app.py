@@ -96,7 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodySizeLimit,
         max_bytes=settings.max_body_bytes,
         max_pending_bytes=settings.max_pending_body_bytes,
-        accepts=lambda scope: token_accepted(scope, token),  # the body of a 401 is never read
+        # the body of a request that will be a 401 is never read
+        accepts=None if token is None else lambda scope: token_accepted(scope, token),
     )
     app.add_middleware(RequestMetrics, metrics=service.metrics, routes=ROUTE_PATHS)  # 413s too
     app.add_middleware(EchoRequestId)  # outermost: every answer carries its id, 413s and 500s too

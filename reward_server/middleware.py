@@ -31,7 +31,7 @@ class BodySizeLimit:
         app: ASGIApp,
         max_bytes: int,
         max_pending_bytes: int | None = None,
-        accepts: Callable[[Scope], bool] = lambda scope: True,
+        accepts: Callable[[Scope], bool] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
@@ -57,7 +57,7 @@ class BodySizeLimit:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
-        if not self.accepts(scope):
+        if self.accepts is not None and not self.accepts(scope):
             await self.app(scope, receive, send)  # refused before the body is read
             return
         for name, value in scope.get("headers", []):

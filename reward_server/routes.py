@@ -228,6 +228,11 @@ def _computed(reasons: list[str], svc: Service) -> None:
     """Raise 503 (with Retry-After) when any verdict of the request could not be computed in
     time: OpenRLHF's protocol has no per-item error, and a 0 for a check that never finished
     would train the policy on a reward nobody computed. Every client retries a 503."""
+    for reason in reasons:
+        if reason in NOT_COMPUTED:
+            break
+    else:
+        return  # every verdict computed: the usual case, without building a list
     missing = [r for r in reasons if r in NOT_COMPUTED]
     if missing:
         svc.metrics.not_computed.inc(len(missing))

@@ -170,12 +170,16 @@ class Scorer:
         fmt = fmt or self.response_format
         prompt_list: list[str | None] = [None] * len(queries) if prompts is None else list(prompts)
         rows = list(zip(queries, prompt_list, labels, strict=True))
-
-        def read_rows(chunk: Sequence[tuple[str, str | None, Label]]) -> list[ItemRead]:
-            return [self.read(q, p, lab, fmt) for q, p, lab in chunk]
-
-        reads = await self._read(rows, read_rows, _row_chars)
+        if sum(map(_row_chars, rows)) <= READ_INLINE_CHARS:
+            reads = self._read_rows(rows, fmt)
+        else:
+            reads = await self._off_loop(rows, _row_chars, self._read_rows, fmt)
         return list(await asyncio.gather(*(self.judge(r, deadline, client) for r in reads)))
+
+    def _read_rows(
+        self, rows: Sequence[tuple[str, str | None, Label]], fmt: ResponseFormat
+    ) -> list[ItemRead]:
+        return [self.read(q, p, lab, fmt) for q, p, lab in rows]
 
     async def equivalent_batch(
         self, pairs: list[tuple[str, str]], *, client: Hashable = None
@@ -183,7 +187,10 @@ class Scorer:
         """``/v1/equivalent``: the verdict on each (answer as written, reference or dataset
         label), with the same policy, cost guard, deadline and fair queue as scoring."""
         deadline = time.perf_counter() + self.settings.verify_timeout_s  # from the arrival
-        reads = await self._read(pairs, self._read_pairs, lambda pair: len(pair[0]) + len(pair[1]))
+        if sum(map(_pair_chars, pairs)) <= READ_INLINE_CHARS:
+            reads = self._read_pairs(pairs)
+        else:
+            reads = await self._off_loop(pairs, _pair_chars, self._read_pairs)
         return list(
             await asyncio.gather(*(self._resolve(check, deadline, client) for check in reads))
         )
@@ -205,17 +212,16 @@ class Scorer:
                 out.append(self._precheck(answer, reference))
         return out
 
-    async def _read(
+    async def _off_loop(
         self,
         rows: Sequence[Row],
-        read_rows: Callable[[Sequence[Row]], list[Read]],
         chars: Callable[[Row], int],
+        read_rows: Callable[..., list[Read]],
+        *args: object,
     ) -> list[Read]:
-        """``read_rows(rows)``: in the event loop for a small request, else in a reading thread,
+        """``read_rows(rows, *args)`` for a large request: in a reading thread,
         ``READ_CHUNK_CHARS`` at a time (the loop answers other requests meanwhile)."""
         sizes = list(map(chars, rows))
-        if sum(sizes) <= READ_INLINE_CHARS:
-            return read_rows(rows)
         if self._reader is None:
             self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="gtpo-rs-read")
         loop = asyncio.get_running_loop()
@@ -224,7 +230,7 @@ class Scorer:
         for end, size in enumerate(sizes, 1):
             taken += size
             if taken >= READ_CHUNK_CHARS or end == len(rows):
-                out += await loop.run_in_executor(self._reader, read_rows, rows[start:end])
+                out += await loop.run_in_executor(self._reader, read_rows, rows[start:end], *args)
                 start, taken = end, 0
         return out
 
@@ -428,6 +434,10 @@ def _shorten(text: str) -> str:
     if len(text) <= LONGEST_WHITESPACE_RUN:
         return text
     return _LONG_WHITESPACE.sub(lambda m: "\n" if "\n" in m.group() else " ", text)
+
+
+def _pair_chars(pair: tuple[str, str]) -> int:
+    return len(pair[0]) + len(pair[1])
 
 
 def _row_chars(row: tuple[str, str | None, Label]) -> int:

@@ -231,6 +231,8 @@ def test_hung_verification_is_killed_while_other_requests_are_answered(server, r
                     "/v1/score",
                     json={"query": [R + f"<answer>{answer}</answer>"], "labels": [label]},
                 )
+                if answer == HANG and r.status_code == 503:  # the net: no verdict, and said so
+                    return {"reason": "503", "accuracy_score": None}, time.perf_counter() - t0
                 assert r.status_code == 200
                 return r.json()["results"][0], time.perf_counter() - t0
 
@@ -242,7 +244,8 @@ def test_hung_verification_is_killed_while_other_requests_are_answered(server, r
                 *(one(f"{k},000", f"{k}000") for k in range(1, 30)),
             )
             item, hung_done = await hung
-            assert item["reason"] == "timeout" and item["accuracy_score"] == 0.0
+            # Its CPU budget ends it (a verdict: 0), or on a very busy machine the net (a 503).
+            assert (item["reason"], item["accuracy_score"]) in (("timeout", 0.0), ("503", None))
             assert 1.0 <= hung_done < 3.0
             assert all(res["reason"] == "equivalent" for res, _ in others)
             assert max(t for _, t in others) < hung_done, "requests waited for the hung check"
@@ -256,7 +259,11 @@ def test_hung_verification_is_killed_while_other_requests_are_answered(server, r
         for cause in ("cpu", "wall")
     ]
     assert sum(timeouts[2:]) == sum(timeouts[:2]) + 1, timeouts
-    assert _metric(after, "gtpo_rs_worker_restarts_total", 'reason="timeout"') >= 1
+    restarts = sum(
+        _metric(after, "gtpo_rs_worker_restarts_total", f'reason="{reason}"')
+        for reason in ("timeout", "wall_timeout")
+    )
+    assert restarts >= 1
     # The replacement serves: two workers again, and a symbolic check succeeds.
     r = post(server, "/get_reward", {"query": [R + "<answer>\\sqrt{16}</answer>"], "labels": ["4"]})
     assert r.json()["rewards"] == [20.0]
@@ -440,7 +447,12 @@ def test_a_verdict_not_computed_in_time_is_a_503_never_a_0(server) -> None:
     r = post(server, "/get_reward", body)
     assert r.status_code == 503, r.text
     assert r.headers["retry-after"] == "1"
-    assert "could not be computed" in r.json()["detail"] and "queue_timeout" in r.json()["detail"]
+    # Which of the net's two causes each late check meets (queue_timeout waiting, wall_timeout
+    # running) depends on the machine's load; that the request says so does not.
+    detail = r.json()["detail"]
+    assert "could not be computed" in detail and (
+        "queue_timeout" in detail or "wall_timeout" in detail
+    )
     after = httpx.get(server.url + "/metrics").text
     assert _metric(after, "gtpo_rs_not_computed_total") > _metric(
         before, "gtpo_rs_not_computed_total"
