@@ -343,7 +343,7 @@ def _compose_images(edit: Edit, ctx: Context) -> None:
 
 
 def _compose_sizes(edit: Edit, ctx: Context) -> None:
-    if "demo" in edit.argv:
+    if "demo" in edit.argv and "up" in edit.argv:
         edit.env(GTPO_DEMO_ARGS="--quick")
 
 
