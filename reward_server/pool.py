@@ -60,8 +60,9 @@ _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a 
 _START_ATTEMPTS = 3
 # Most runs of one check whose workers keep dying under it (it also stops once its runs have
 # taken the timeout in all): an answer that does crash workers costs a few restarts, then
-# scores 0 as ``worker_error``.
+# scores 0 as ``check_error`` (the answer's doing, since it lost a worker every time).
 _MAX_RUNS_WHEN_LOST = 10
+WORKER_LOST = "WorkerLost"  # the ``error`` of a check whose every run lost its worker
 # The wall-clock safety net when none is given: this many CPU budgets. Two CPU-bound processes
 # beside two workers on two cores leave each worker about a quarter of a core (the workers run
 # at a lower priority), so a check that uses its whole budget then takes about 4x its wall time.
@@ -596,8 +597,13 @@ class VerifierPool:
                     or run == _MAX_RUNS_WHEN_LOST
                     or time.perf_counter() >= job.deadline
                 )
-                if last and not fut.done():
-                    fut.set_result(PoolResult(False, lost.reason, lost.cause))  # before the restart
+                if last and not fut.done():  # answered before the restart
+                    if run == _MAX_RUNS_WHEN_LOST and lost.reason == Reason.WORKER_ERROR:
+                        # Every run lost its worker: the answer kills them, a verdict (0) like
+                        # any answer that makes the checker fail, not the machine's state.
+                        fut.set_result(PoolResult(False, Reason.CHECK_ERROR, error=WORKER_LOST))
+                    else:
+                        fut.set_result(PoolResult(False, lost.reason, lost.cause))
                 worker = await self._replace(worker, str(lost.reason))
                 if last or fut.done():
                     return worker

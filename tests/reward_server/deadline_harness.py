@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -123,8 +124,11 @@ def timeouts_by_cause(url: str) -> dict[str, float]:
 def paced_check(answer: str, reference: str) -> tuple[bool, str]:
     """A pool target whose cost the answer sets: ``sleep:S`` waits S seconds without using CPU
     (a check starved of CPU on a busy machine), ``burn:S`` uses S seconds of CPU time;
-    ``burn:inf`` never ends. Equal when the answer is the reference."""
+    ``burn:inf`` never ends; ``crash:N`` ends its worker. Equal when the answer is the
+    reference."""
     kind, _, seconds = answer.partition(":")
+    if kind == "crash":  # ends its worker, as a parser that segfaults would
+        os._exit(1)
     if kind == "sleep":
         time.sleep(float(seconds))
     elif kind == "burn":

@@ -655,3 +655,30 @@ def test_a_client_whose_checks_use_the_worker_long_gets_its_share_not_all() -> N
     cheap = [(f"burn:0.01{k}", "cheap") for k in range(10)]
     done = _finishing_order(costly, cheap)
     assert done[:11] == ["costly"] + ["cheap"] * 10, done
+
+
+def test_an_answer_that_kills_every_worker_it_meets_is_its_own_failure() -> None:
+    """A check whose worker dies under it is run again (a worker lost to an operator or the OOM
+    killer is the machine's state: no verdict, a 503). One that loses its worker on every one
+    of its runs is the answer's doing: a verdict, check_error, cached, so that a policy that
+    repeats it costs no more workers (before: worker_error, never cached, 10 workers a repeat)."""
+    restarts: list[str] = []
+    errors: list[tuple[str, str]] = []
+
+    async def main() -> None:
+        pool = _pool(target=paced_check, size=1, timeout_s=2.0, wall_timeout_s=60.0,
+                     restarts=restarts)  # fmt: skip
+        await pool.start()
+        verifier = Verifier(pool, on_error=lambda stage, error: errors.append((stage, error)))
+        try:
+            first = await verifier.check("crash:1", "1", deadline=_far())
+            assert (first.equal, first.reason, first.cached) == (False, "check_error", False)
+            again = await verifier.check("crash:1", "1", deadline=_far())
+            assert (again.reason, again.cached) == ("check_error", True)
+            assert (await verifier.check("burn:0.01", "burn:0.01")).equal  # the pool serves
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+    assert restarts == ["worker_error"] * 10
+    assert errors == [("check", "WorkerLost")]
