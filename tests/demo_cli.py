@@ -30,10 +30,12 @@ def server_counter(url: str, name: str, route: str | None = None) -> float:
 
 
 def reward_traffic(url: str) -> dict[str, float]:
-    return {
-        "requests": server_counter(url, "gtpo_rs_requests_total", "/get_reward"),
-        "items": server_counter(url, "gtpo_rs_items_total"),
-    }
+    """Requests and items the demo sent: /get_reward while training, /v1/score evaluating."""
+    requests = sum(
+        server_counter(url, "gtpo_rs_requests_total", route)
+        for route in ("/get_reward", "/v1/score")
+    )
+    return {"requests": requests, "items": server_counter(url, "gtpo_rs_items_total")}
 
 
 def expected_traffic(config, methods: int = 2) -> dict[str, int]:

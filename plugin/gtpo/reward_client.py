@@ -4,8 +4,8 @@ comes through this module.
 - ``RewardClient`` (threads; the demo, ``gtpo eval``, TRL's ``RewardServerReward``):
   ``score(prompts, responses, labels, per_request)`` → ``Rewards`` (``POST /get_reward`` in
   OpenRLHF's request shape, requests sent concurrently); ``verdicts`` (``POST /v1/score``);
-  ``equivalent``, ``find_match`` and ``group`` (``POST /v1/equivalent``, maj@k's grouping);
-  ``wait_ready`` (``GET /readyz``).
+  ``equivalent`` and ``find_match`` (``POST /v1/equivalent``, maj@k's grouping); ``wait_ready``
+  (``GET /readyz``); ``concurrently`` (a function over items on the client's threads).
 - ``AsyncRewardClient`` (asyncio; GTPO's OpenRLHF rollout actors): ``get_reward(payload)``
   posts OpenRLHF's ``/get_reward`` body to the endpoint URLs OpenRLHF was given.
 
@@ -17,10 +17,12 @@ a keep-alive connection per concurrent request, not one per request. Both take o
 timeout, HTTP 5xx, 408 or 429: ``retryable_status``) moves it to the next server at once. When
 every server of a round has failed, the request waits (backoff 0.5 s, doubled up to 8 s) and
 starts another round, until ``retry_for_s`` seconds have passed since its first attempt; then it
-raises ``RewardServerError`` naming the servers. A request the server refuses (any other 4xx)
-or an answer outside the protocol raises at once: retrying cannot fix it. Results come back in
-input order, whatever order the answers arrive in. Outages are logged once when they start,
-every 30 s while they last and once when they end (`OutageLog`), not once per request.
+raises ``RewardServerError`` naming the servers. That policy is declared once (`retrying`,
+tenacity's retry loop), for the threaded client, the asyncio client and the readiness wait. A
+request the server refuses (any other 4xx) or an answer outside the protocol raises at once:
+retrying cannot fix it. Results come back in input order, whatever order the answers arrive in.
+Outages are logged once when they start, every 30 s while they last and once when they end
+(`OutageLog`), not once per request.
 """
 
 from __future__ import annotations
@@ -29,16 +31,17 @@ import asyncio
 import itertools
 import json
 import logging
-import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import httpx
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception_type
+from tenacity import stop_before_delay as stop_before_s
 
 from reward_server import protocol
 
@@ -46,8 +49,12 @@ log = logging.getLogger(__name__)
 
 FIRST_BACKOFF_S = 0.5  # then doubled after each failed round, up to MAX_BACKOFF_S
 MAX_BACKOFF_S = 8.0
+READY_POLL_S = 0.1  # the readiness wait asks this often: a server comes up within a second
 OUTAGE_LOG_EVERY_S = 30.0
 _START_HINT = "start it with: gtpo-reward-server --port PORT"
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 # The HTTP libraries whose INFO records are one line per request ("HTTP Request: POST …/get_reward
@@ -76,6 +83,14 @@ class RewardServerError(RuntimeError):
     """The reward server is unreachable, refused a request, or answered outside the protocol."""
 
 
+class Retryable(Exception):
+    """One attempt at `server` failed in a way the next attempt may not (the message says how)."""
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(reason)
+        self.server = server
+
+
 @dataclass(frozen=True)
 class Rewards:
     """Per completion, in input order: the total reward, the format reward and the accuracy
@@ -86,15 +101,44 @@ class Rewards:
     accuracy: list[float]
 
 
-def backoff_delays(
-    first_s: float = FIRST_BACKOFF_S, max_s: float = float("inf")
-) -> Iterator[float]:
-    """The waits between rounds of attempts: ``first_s``, doubled each time, at most ``max_s``
-    (exponential backoff, so that a restarting server is not hammered)."""
-    delay = first_s
-    while True:
-        yield delay
-        delay = min(2 * delay, max_s)
+def retrying(
+    budget_s: float,
+    gave_up: Callable[[RetryCallState], str],
+    *,
+    servers: int = 1,
+    first_s: float = FIRST_BACKOFF_S,
+    max_s: float = MAX_BACKOFF_S,
+    failed: Callable[[RetryCallState], None] | None = None,
+    asynchronous: bool = False,
+) -> Retrying | AsyncRetrying:
+    """The client's retry policy, declared once: an attempt that raises `Retryable` is followed
+    by the next, on the next server (the caller rotates: `ServerRotation.cycle`); after each
+    round of ``servers`` failed attempts it waits ``first_s``, doubled each round up to
+    ``max_s`` (so a restarting server is not hammered), until the next attempt would start
+    ``budget_s`` seconds or more after the first (always made). Then it raises
+    RewardServerError(``gave_up(state)``). ``failed`` sees each failed attempt; any other
+    exception ends the loop at once. The threaded client and the readiness wait iterate
+    tenacity's `Retrying`, the asyncio client its `AsyncRetrying`."""
+
+    def wait(state: RetryCallState) -> float:
+        rounds, within = divmod(state.attempt_number, servers)
+        return 0.0 if within else min(max_s, first_s * 2 ** (rounds - 1))
+
+    def give_up(state: RetryCallState) -> NoReturn:
+        raise RewardServerError(gave_up(state))
+
+    return (AsyncRetrying if asynchronous else Retrying)(
+        retry=retry_if_exception_type(Retryable),
+        wait=wait,
+        stop=stop_before_s(budget_s),
+        after=failed or (lambda state: None),
+        retry_error_callback=give_up,
+    )
+
+
+def last_failure(state: RetryCallState) -> str:
+    """Why the last attempt of `state` failed."""
+    return str(state.outcome.exception()) if state.outcome else "no attempt"
 
 
 def server_urls(urls: str | Sequence[str]) -> tuple[str, ...]:
@@ -111,11 +155,10 @@ def server_urls(urls: str | Sequence[str]) -> tuple[str, ...]:
 
 
 class ServerRotation:
-    """Which server each attempt of a request goes to, and how long it waits first.
+    """Which server each attempt of a request goes to.
 
-    Request k starts at server k mod n (round robin, as OpenRLHF rotates its remote URLs); a
-    failed attempt moves on to the next server at once; after a full round of failures the
-    request waits the next backoff delay. Thread- and task-safe (one shared counter).
+    Request k starts at server k mod n (round robin, as OpenRLHF rotates its remote URLs), and
+    each failed attempt moves on to the next server. Thread- and task-safe (one shared counter).
     """
 
     def __init__(self, urls: Sequence[str]) -> None:
@@ -123,20 +166,11 @@ class ServerRotation:
         self._next = itertools.count()
         self._lock = threading.Lock()
 
-    def attempts(self, retry_for_s: float) -> Iterator[tuple[str, float]]:
-        """(url, seconds to wait before trying it), until ``retry_for_s`` seconds have passed
-        since the first attempt (which is always made). The caller stops iterating on success.
-        """
+    def cycle(self) -> Iterator[str]:
+        """The servers of one request's attempts, in turn, from the next request's start."""
         with self._lock:
             start = next(self._next)
-        n = len(self.urls)
-        delays = backoff_delays(FIRST_BACKOFF_S, MAX_BACKOFF_S)
-        started = time.monotonic()
-        for k in itertools.count():
-            wait = next(delays) if k and k % n == 0 else 0.0
-            if k and time.monotonic() - started + wait > retry_for_s:
-                return
-            yield self.urls[(start + k) % n], wait
+        return (self.urls[(start + k) % len(self.urls)] for k in itertools.count())
 
 
 class OutageLog:
@@ -144,13 +178,18 @@ class OutageLog:
     it answers again. Concurrent requests retry on their own; without this a restart would
     print one line per request per attempt."""
 
-    def __init__(self) -> None:
+    def __init__(self, retry_for_s: float) -> None:
+        self.retry_for_s = retry_for_s
         self._down_since: dict[str, float] = {}
         self._last_warning: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def failed(self, url: str, error: str, retry_for_s: float) -> None:
-        now = time.monotonic()
+    def failed(self, state: RetryCallState) -> None:
+        """After a failed attempt (the `failed` callback of `retrying`)."""
+        error = state.outcome.exception() if state.outcome else None
+        if not isinstance(error, Retryable):
+            return
+        url, now = error.server, time.monotonic()
         with self._lock:
             since = self._down_since.setdefault(url, now)
             if now - self._last_warning.get(url, -OUTAGE_LOG_EVERY_S) < OUTAGE_LOG_EVERY_S:
@@ -158,7 +197,7 @@ class OutageLog:
             self._last_warning[url] = now
         log.warning(
             "reward server %s unreachable for %.0f s (%s); retrying for up to %.0f s",
-            url, now - since, error, retry_for_s,
+            url, now - since, error, self.retry_for_s,
         )  # fmt: skip
 
     def succeeded(self, url: str) -> None:
@@ -171,17 +210,14 @@ class OutageLog:
             )
 
 
-class _Retry(Exception):
-    """An attempt failed in a way the next attempt may not (the message says how)."""
-
-
 _REFUSAL_HINTS = {401: " (set --reward-token or GTPO_RS_API_TOKEN)", 413: " (send smaller batches)"}
 
 
-def _decode(url: str, status: int, text: str) -> Any:
-    """The JSON answer of one attempt; raises _Retry or, for a refusal, RewardServerError."""
+def _decode(server: str, url: str, status: int, text: str) -> Any:
+    """The JSON answer of one attempt at `url` (on `server`); raises Retryable or, for a
+    refusal, RewardServerError."""
     if retryable_status(status):
-        raise _Retry(f"HTTP {status}")
+        raise Retryable(server, f"HTTP {status}")
     if status >= 400:
         detail = text.strip().splitlines()[:1]
         raise RewardServerError(
@@ -195,14 +231,14 @@ def _decode(url: str, status: int, text: str) -> Any:
         raise RewardServerError(f"reward server {url} answered non-JSON: {exc}") from None
 
 
-def _transport_error(exc: httpx.TransportError) -> str:
+def _transport_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
-def _gave_up(urls: Sequence[str], started: float, attempts: int, last: str, hint: str) -> str:
-    return (
-        f"reward server {', '.join(urls)} did not answer for {time.monotonic() - started:.0f} s "
-        f"({attempts} attempts, last: {last}); {hint}"
+def _gave_up(urls: Sequence[str], hint: str) -> Callable[[RetryCallState], str]:
+    return lambda state: (
+        f"reward server {', '.join(urls)} did not answer for {state.seconds_since_start or 0:.0f}"
+        f" s ({state.attempt_number} attempts, last: {last_failure(state)}); {hint}"
     )
 
 
@@ -244,7 +280,7 @@ class RewardClient:
         self.batch_size = batch_size
         self.concurrency = concurrency
         self.hint = hint
-        self.outages = OutageLog()
+        self.outages = OutageLog(retry_for_s)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # One connection pool per server (one shared pool would close idle connections to one
         # server to open them to the next as requests rotate). pool=None: waiting for one of
@@ -277,52 +313,62 @@ class RewardClient:
 
     def _request(self, path: str, payload: dict[str, Any]) -> Any:
         """POST ``payload`` as JSON to ``path``, retried and failed over as the module says."""
-        started = time.monotonic()
-        last, attempts = "no attempt", 0
-        for url, wait in self.servers.attempts(self.retry_for_s):
-            if wait:
-                time.sleep(wait)
-            attempts += 1
-            try:
-                response = self._http[url].post(url + path, json=payload)
-                answer = _decode(url + path, response.status_code, response.text)
-            except _Retry as exc:
-                last = str(exc)
-            except httpx.TransportError as exc:
-                last = _transport_error(exc)
-            else:
-                self.outages.succeeded(url)
-                return answer
-            self.outages.failed(url, last, self.retry_for_s)
-        raise RewardServerError(_gave_up(self.servers.urls, started, attempts, last, self.hint))
+        servers = self.servers.cycle()
+        policy = retrying(
+            self.retry_for_s, _gave_up(self.servers.urls, self.hint),
+            servers=len(self.servers.urls), failed=self.outages.failed,
+        )  # fmt: skip
+        for attempt in policy:
+            with attempt:
+                url = next(servers)
+                try:
+                    response = self._http[url].post(url + path, json=payload)
+                except httpx.TransportError as exc:
+                    raise Retryable(url, _transport_error(exc)) from None
+                answer = _decode(url, url + path, response.status_code, response.text)
+        self.outages.succeeded(url)
+        return answer
 
     def wait_ready(self, timeout_s: float = 120.0, proc: subprocess.Popen | None = None) -> None:
-        """Block until ``GET /readyz`` says ready on every server (verification workers warm).
+        """Block until ``GET /readyz`` says ready on every server (verification workers warm),
+        asking every `READY_POLL_S` (the client's retry policy, with that wait).
 
         ``proc``: the server's process when this program started it; its exit fails at once.
         """
         deadline = time.monotonic() + timeout_s
         for url in self.servers.urls:
-            last = "no answer"
-            while True:
-                if proc is not None and proc.poll() is not None:
-                    raise RewardServerError(
-                        f"the reward server exited with code {proc.returncode} before it was "
-                        "ready; see its log"
-                    )
-                try:
-                    response = self._http[url].get(url + "/readyz", timeout=2.0)
-                    if response.status_code == 200:
-                        break
-                    last = f"HTTP {response.status_code} {response.text[:200]}"
-                except httpx.TransportError as exc:
-                    last = _transport_error(exc)
-                if time.monotonic() >= deadline:
-                    raise RewardServerError(
-                        f"reward server at {url} not ready after {timeout_s:.0f} s ({last}); "
-                        f"{_START_HINT}"
-                    )
-                time.sleep(0.1)
+            policy = retrying(
+                deadline - time.monotonic(),
+                lambda state, url=url: f"reward server at {url} not ready after {timeout_s:.0f} "
+                f"s ({last_failure(state)}); {_START_HINT}",
+                first_s=READY_POLL_S, max_s=READY_POLL_S,
+            )  # fmt: skip
+            for attempt in policy:
+                with attempt:
+                    if proc is not None and proc.poll() is not None:
+                        raise RewardServerError(
+                            f"the reward server exited with code {proc.returncode} before it "
+                            "was ready; see its log"
+                        )
+                    try:
+                        response = self._http[url].get(url + "/readyz", timeout=2.0)
+                    except httpx.TransportError as exc:
+                        raise Retryable(url, _transport_error(exc)) from None
+                    if response.status_code != 200:
+                        raise Retryable(url, f"HTTP {response.status_code} {response.text[:200]}")
+
+    def concurrently(
+        self, function: Callable[[Item], Result], items: Sequence[Item], *, desc: str | None = None
+    ) -> list[Result]:
+        """``function`` of each item (each call may send requests), ``concurrency`` calls at a
+        time on the client's threads, in input order; with a progress bar when ``desc`` is
+        given."""
+        results = self._pool.map(function, items)  # yields in submission order
+        if desc is None:
+            return list(results)
+        from tqdm.auto import tqdm
+
+        return list(tqdm(results, total=len(items), desc=desc))
 
     # ------------------------------------------------------------------ /get_reward
 
@@ -372,7 +418,7 @@ class RewardClient:
             )
 
         out = Rewards([], [], [])
-        for part in self._pool.map(call, chunks):  # map yields in submission order
+        for part in self.concurrently(call, chunks):
             out.total.extend(part.total)
             out.format.extend(part.format)
             out.accuracy.extend(part.accuracy)
@@ -406,25 +452,23 @@ class RewardClient:
         prompts: Sequence[str] | None,
         labels: Sequence[Any],
         *,
-        desc: str = "score",
+        per_request: int | None = None,
+        desc: str | None = "score",
     ) -> list[dict[str, Any]]:
-        """The verdict of every item, ``batch_size`` per request, ``concurrency`` requests at a
-        time, with a progress bar; results come back in input order."""
-        from tqdm.auto import tqdm
+        """The verdict of every item, ``per_request`` (default ``batch_size``) per request,
+        ``concurrency`` requests at a time, with a progress bar unless ``desc`` is None; results
+        come back in input order."""
+        size = per_request or self.batch_size
 
         def one(start: int) -> list[dict[str, Any]]:
-            end = start + self.batch_size
             return self.verdicts_batch(
-                queries[start:end], None if prompts is None else prompts[start:end],
-                labels[start:end],
-            )  # fmt: skip
+                queries[start : start + size],
+                None if prompts is None else prompts[start : start + size],
+                labels[start : start + size],
+            )
 
-        out: list[dict[str, Any]] = []
-        with tqdm(total=len(queries), desc=desc, unit="sample") as bar:
-            for batch in self._pool.map(one, range(0, len(queries), self.batch_size)):
-                out.extend(batch)
-                bar.update(len(batch))
-        return out
+        batches = self.concurrently(one, range(0, len(queries), size), desc=desc)
+        return [verdict for batch in batches for verdict in batch]
 
     # ------------------------------------------------------------------ /v1/equivalent
 
@@ -443,25 +487,6 @@ class RewardClient:
                 if item.get("equivalent") is True:
                     return start + offset
         return None
-
-    def group(
-        self, answers_per_prompt: Sequence[Sequence[str | None]], *, desc: str = "group answers"
-    ) -> list[list[int | None]]:
-        """Equivalence classes of each prompt's answers (see ``gtpo.eval.metrics.group_answers``),
-        prompts grouped concurrently."""
-        from tqdm.auto import tqdm
-
-        from gtpo.eval.metrics import group_answers
-
-        def one(answers: Sequence[str | None]) -> list[int | None]:
-            return group_answers(answers, find_match=self.find_match)
-
-        out = []
-        with tqdm(total=len(answers_per_prompt), desc=desc, unit="prompt") as bar:
-            for labels in self._pool.map(one, answers_per_prompt):
-                out.append(labels)
-                bar.update()
-        return out
 
 
 class AsyncRewardClient:
@@ -497,7 +522,7 @@ class AsyncRewardClient:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.hint = hint
-        self.outages = OutageLog()
+        self.outages = OutageLog(retry_for_s)
         self._sessions: dict[str, Any] = {}
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -530,49 +555,51 @@ class AsyncRewardClient:
         """
         import aiohttp
 
-        started = time.monotonic()
-        last, attempts = "no attempt", 0
-        for url, wait in self.servers.attempts(self.retry_for_s):
-            if wait:
-                await asyncio.sleep(wait)
-            attempts += 1
-            session, slots = self._session(url)
-            try:
-                async with slots:
-                    # Timed from here: the wait for a slot above is ours, not the server's.
-                    remaining = self.retry_for_s - (time.monotonic() - started)
-                    timeout = aiohttp.ClientTimeout(total=max(1.0, min(self.timeout_s, remaining)))
-                    async with session.post(url, json=payload, timeout=timeout) as response:
-                        status, text = response.status, await response.text()
-                answer = _decode(url, status, text)
-            except _Retry as exc:
-                last = str(exc)
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-                last = f"{type(exc).__name__}: {exc}".rstrip(": ")
-            else:
-                if not isinstance(answer, dict) or "rewards" not in answer:
-                    raise RewardServerError(
-                        f"reward server {url} answered without 'rewards'; it must speak "
-                        "OpenRLHF's /get_reward protocol"
-                    )
-                self.outages.succeeded(url)
-                return answer
-            self.outages.failed(url, last, self.retry_for_s)
-        raise RewardServerError(_gave_up(self.servers.urls, started, attempts, last, self.hint))
+        servers = self.servers.cycle()
+        policy = retrying(
+            self.retry_for_s, _gave_up(self.servers.urls, self.hint),
+            servers=len(self.servers.urls), failed=self.outages.failed, asynchronous=True,
+        )  # fmt: skip
+        async for attempt in policy:
+            with attempt:
+                url = next(servers)
+                session, slots = self._session(url)
+                try:
+                    async with slots:
+                        # Timed from here: the wait for a slot above is ours, not the server's.
+                        spent = time.monotonic() - attempt.retry_state.start_time
+                        remaining = self.retry_for_s - spent
+                        timeout = aiohttp.ClientTimeout(
+                            total=max(1.0, min(self.timeout_s, remaining))
+                        )
+                        async with session.post(url, json=payload, timeout=timeout) as response:
+                            status, text = response.status, await response.text()
+                except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                    raise Retryable(url, _transport_error(exc)) from None
+                answer = _decode(url, url, status, text)
+        if not isinstance(answer, dict) or "rewards" not in answer:
+            raise RewardServerError(
+                f"reward server {url} answered without 'rewards'; it must speak "
+                "OpenRLHF's /get_reward protocol"
+            )
+        self.outages.succeeded(url)
+        return answer
 
 
-_REQUESTS_TOTAL = re.compile(r"^gtpo_rs_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
+def request_count(url: str, *routes: str) -> float:
+    """Requests served on ``routes`` (default ``/get_reward``) so far, read from the server's
+    Prometheus ``/metrics`` (``gtpo_rs_requests_total``; prometheus_client's parser comes with
+    the server extra)."""
+    routes = routes or ("/get_reward",)
+    from prometheus_client.parser import text_string_to_metric_families
 
-
-def request_count(url: str, route: str = "/get_reward") -> float:
-    """Requests served on ``route`` so far, read from the server's Prometheus ``/metrics``."""
     try:
         text = httpx.get(f"{url.rstrip('/')}/metrics", timeout=5.0).text
     except httpx.TransportError as err:
         raise RewardServerError(f"GET {url}/metrics failed ({err})") from None
-    total = 0.0
-    for line in text.splitlines():
-        match = _REQUESTS_TOTAL.match(line)
-        if match and f'route="{route}"' in match["labels"]:
-            total += float(match["value"])
-    return total
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gtpo_rs_requests_total" and sample.labels.get("route") in routes
+    )

@@ -12,7 +12,7 @@ import pytest
 
 from gtpo.cli import main as gtpo_main
 from gtpo.data import SYSTEM_PROMPT, prepare
-from gtpo.data.sources import MATH_SUBJECTS, math_label
+from gtpo.data.sources import MATH_SUBJECTS, last_boxed, math_label
 from reward_server.extract import extract_reference
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -67,6 +67,19 @@ def test_math_label_nested_braces_and_fbox() -> None:
     assert math_label({"solution": "\\fbox{7}"}) == ("7", None)
     assert math_label({"solution": "no box"}) == (None, "no_boxed_answer")
     assert math_label({"problem": "MATH-500 style", "answer": "9"}) == ("9", None)
+
+
+def test_the_last_box_is_read_as_the_reward_server_reads_a_label() -> None:
+    """Data preparation reads MATH's boxes itself (no server runs there); these are the cases
+    the reward server's own reading of a label settles the same way."""
+    assert last_boxed("\\boxed{1} then \\boxed{unclosed") == "1"  # an unclosed box: the one before
+    assert last_boxed("}{ \\boxed{a{b}c}} {") == "a{b}c"  # stray braces around it do not count
+    assert last_boxed("so \\boxed 5.") == "5"  # brace-less, the sentence's full stop dropped
+    assert last_boxed("\\boxed \n $7$") == "$7"
+    assert last_boxed("\\boxed \\boxed{2}") == "2"  # a box in the token of a brace-less one
+    assert last_boxed("\\boxed{}") == "" and last_boxed("\\boxedx{3}") is None
+    assert last_boxed("\\fbox{7} \\boxed{8}", "\\fbox") == "7"
+    assert math_label({"solution": "\\boxed{ } and \\fbox{4}"}) == ("4", None)
 
 
 def test_labels_read_back_unchanged_by_the_reward_server() -> None:

@@ -16,6 +16,7 @@ import pytest
 
 import gtpo.eval.generate as generate_module
 from gtpo.cli import main as gtpo_main
+from gtpo.eval.run import answer_classes
 from gtpo.reward_client import RewardClient, RewardServerError, request_count
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -199,7 +200,7 @@ def test_server_equivalence_groups_answers(reward_url: str) -> None:
     assert request_count(reward_url, "/v1/score") == before["/v1/score"]
     assert client.find_match("\\frac{2}{4}", ["1/2"]) == 0
     assert client.find_match("4", ["3", "1/2"]) is None
-    assert client.group([["1/2", "3", "0.5", None, "\\frac{1}{2}", "03"]]) == [
+    assert answer_classes(client, [["1/2", "3", "0.5", None, "\\frac{1}{2}", "03"]]) == [
         [0, 1, 0, None, 0, 1]
     ]
 

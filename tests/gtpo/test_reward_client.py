@@ -25,10 +25,11 @@ import pytest
 from gtpo.local_reward_server import check_loopback
 from gtpo.reward_client import (
     AsyncRewardClient,
+    Retryable,
     RewardClient,
     RewardServerError,
     ServerRotation,
-    backoff_delays,
+    retrying,
     server_urls,
 )
 from reward_server.protocol import NON_VOTING, Reason, is_correct
@@ -166,13 +167,27 @@ def test_a_dead_server_is_failed_over_without_losing_a_sample(scripted) -> None:
     assert time.monotonic() - started < 2  # failover is immediate, no backoff in between
 
 
+def _attempts(policy, servers, failures: int) -> list[tuple[str, float]]:
+    """(server, wait before it) of each attempt of one request that fails `failures` times,
+    with the policy's sleeps recorded instead of slept."""
+    waits: list[float] = []
+    policy.sleep = waits.append
+    made: list[str] = []
+    for attempt in policy:
+        with attempt:
+            made.append(next(servers))
+            if len(made) <= failures:
+                raise Retryable(made[-1], "HTTP 503")
+    return list(zip(made, [0.0, *waits], strict=True))
+
+
 def test_rotation_waits_only_after_a_full_round() -> None:
     rotation = ServerRotation(["a", "b", "c"])
-    first = rotation.attempts(retry_for_s=100)
-    assert [next(first) for _ in range(7)] == [
+    policy = retrying(100, lambda state: "gave up", servers=3)
+    assert _attempts(policy, rotation.cycle(), failures=6) == [
         ("a", 0.0), ("b", 0.0), ("c", 0.0), ("a", 0.5), ("b", 0.0), ("c", 0.0), ("a", 1.0),
     ]  # fmt: skip
-    assert next(rotation.attempts(retry_for_s=100)) == ("b", 0.0)  # the next request's start
+    assert next(rotation.cycle()) == "b"  # the next request's start
     assert server_urls(" http://a:1/, http://b:2 ") == ("http://a:1", "http://b:2")
 
 
@@ -216,8 +231,18 @@ def test_async_client_gives_up_naming_every_server() -> None:
 
 
 def test_backoff_doubles_up_to_its_cap() -> None:
-    delays = backoff_delays(0.5, 4.0)
-    assert [next(delays) for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    attempts = _attempts(retrying(100, str, max_s=4.0), iter(["a"] * 7), failures=6)
+    assert [wait for _, wait in attempts[1:]] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+
+
+def test_the_policy_gives_up_before_an_attempt_past_its_budget() -> None:
+    """The first attempt is always made; then one whose wait would end past the budget is not."""
+    policy = retrying(0.6, lambda state: f"gave up after {state.attempt_number} attempts")
+    with pytest.raises(RewardServerError, match="gave up after 2 attempts"):
+        _attempts(policy, iter(["a"] * 9), failures=9)  # waits 0.5 s; 1.0 s more would end past
+    with pytest.raises(RewardServerError, match="after 1 attempts"):
+        _attempts(retrying(0, lambda state: f"after {state.attempt_number} attempts"),
+                  iter(["a"]), failures=1)  # fmt: skip
 
 
 def test_the_client_takes_remote_urls_the_demo_does_not() -> None:

@@ -3,19 +3,19 @@
 Rows come from the Hugging Face hub (``datasets.load_dataset``) or from a local file or folder
 (JSON, JSONL, Parquet). Labels are written as the bare reference answer (``72``,
 ``\\frac{1}{2}``), which the reward server reads as is; the MATH answer is the content of the
-solution's last ``\\boxed{}``, extracted with the reward server's own brace matcher.
+solution's last ``\\boxed{}`` (`last_boxed`: data preparation runs where no server does, so it
+reads the box itself rather than through the server's internals).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from reward_server.extract import last_braced
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,42 @@ def math_label(row: Row) -> tuple[str | None, str | None]:
     (MATH-500 style) when there is no solution."""
     solution = row.get("solution")
     if isinstance(solution, str) and solution.strip():
-        for command in ("\\boxed", "\\fbox"):
-            inner = last_braced(solution, command)
+        for command in BOX_COMMANDS:
+            inner = last_boxed(solution, command)
             if inner is not None and inner.strip():
                 return inner.strip(), None
         return None, "no_boxed_answer"
     return answer_label(row)
+
+
+# A MATH solution boxes its final answer: `\boxed{…}`, in a few `\fbox{…}`, rarely `\boxed 5`.
+BOX_COMMANDS = ("\\boxed", "\\fbox")
+
+
+def last_boxed(text: str, command: str = "\\boxed") -> str | None:
+    """What the last ``command{…}`` of ``text`` holds, its braces balanced (an earlier one when
+    the last never closes), or the token after a brace-less ``command 5``; None without one."""
+    closing = _closing_braces(text)
+    # A lookahead: `\\boxed \\boxed{1}` holds two boxes, the second inside the first's token.
+    box = re.compile(re.escape(command) + r"(?=(\{)| \s*(\S+))")
+    for found in reversed(list(box.finditer(text))):
+        if found[2] is not None:
+            return found[2].rstrip("$.")
+        if found.start(1) in closing:
+            return text[found.end(1) : closing[found.start(1)]]
+    return None
+
+
+def _closing_braces(text: str) -> dict[int, int]:
+    """The place of each ``{`` of ``text`` that is closed → the place of its ``}``."""
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    for brace in re.finditer(r"[{}]", text):
+        if brace[0] == "{":
+            opened.append(brace.start())
+        elif opened:
+            closing[opened.pop()] = brace.start()
+    return closing
 
 
 def answer_label(row: Row) -> tuple[str | None, str | None]:

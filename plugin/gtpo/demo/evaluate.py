@@ -1,9 +1,11 @@
 """Held-out evaluation: greedy and sampled accuracy, format rate, pass@k and maj@k (paper Sec. 6.1).
 
-Every sample is scored by the reward server, as in training. pass@k and maj@k are the project's
-estimators (`gtpo.eval`): unbiased pass@k (Chen et al. 2021) and maj@k averaged exactly over
-every k of the n samples. Only well-formed samples vote (the server grants accuracy only with
-the full format); the demo's answers are integers, so they vote by their text.
+Every sample is scored by the reward server's ``/v1/score``, whose verdict also names the
+answer it read: maj@k votes on the answer the server scored, in whatever response format it
+scored it. pass@k and maj@k are the project's estimators (`gtpo.eval`): unbiased pass@k (Chen et
+al. 2021) and maj@k averaged exactly over every k of the n samples. Only well-formed samples
+vote (the server grants accuracy only with the full format); the demo's answers are integers, so
+they vote by their text.
 """
 
 from __future__ import annotations
@@ -16,25 +18,7 @@ from gtpo.demo.model import Policy, sample
 from gtpo.demo.task import STYLES, Problem, style_of
 from gtpo.eval import maj_at_k, pass_at_k
 from gtpo.reward_client import RewardClient
-from reward_server import protocol
-from reward_server.extract import strip_end_tokens, unwrap_math
-from reward_server.format import opens_reasoning, parse
 from reward_server.protocol import FORMAT_MAX, is_correct
-
-
-def extract_answer(
-    response: str, prompt: str = "", response_format: str = protocol.DEFAULT_FORMAT
-) -> str | None:
-    """The final answer as the reward server reads it in ``response_format`` (the vote key for
-    maj@k): the paper's last ``<answer>`` block, or think's and boxed's final answer, unwrapped
-    (``\\boxed{7}`` and ``$7$`` vote as ``7``).
-
-    The server's own parser finds it (end-of-turn tokens dropped, a prefilled opening tag taken
-    from the prompt), so the demo votes on what it scores.
-    """
-    fmt = protocol.response_format(response_format)
-    parsed = parse(strip_end_tokens(response), fmt, prefilled=opens_reasoning(prompt, fmt))
-    return None if parsed.answer is None else unwrap_math(parsed.answer)
 
 
 def evaluate(
@@ -59,9 +43,9 @@ def evaluate(
     results: dict[str, float] = {}
 
     greedy = sample(policy.model, prompts, policy.eos_id, policy.pad_id, max_new_tokens, 0.0)
-    scored = client.score(texts, [policy.decode(c) for c in greedy], labels, per_request=16)
-    results["greedy_accuracy"] = _share([is_correct(a) for a in scored.accuracy])
-    results["greedy_format"] = _share([f == FORMAT_MAX for f in scored.format])
+    scored = _verdicts(client, texts, [policy.decode(c) for c in greedy], labels, per_request=16)
+    results["greedy_accuracy"] = _share([is_correct(v["accuracy_score"]) for v in scored])
+    results["greedy_format"] = _share([v["format_score"] == FORMAT_MAX for v in scored])
 
     generator = torch.Generator().manual_seed(seed)
     rows = [ids for ids in prompts for _ in range(n)]
@@ -69,27 +53,23 @@ def evaluate(
         policy.model, rows, policy.eos_id, policy.pad_id, max_new_tokens, 1.0, generator
     )
     responses = [policy.decode(c) for c in sampled]
-    scored = client.score(
+    scored = _verdicts(
+        client,
         [t for t in texts for _ in range(n)],
         responses,
         [lab for lab in labels for _ in range(n)],
         per_request=n,
     )
-    correct = [is_correct(a) for a in scored.accuracy]
+    correct = [is_correct(v["accuracy_score"]) for v in scored]
     results["sampled_accuracy"] = _share(correct)
-    results["format_rate"] = _share([f == FORMAT_MAX for f in scored.format])
+    results["format_rate"] = _share([v["format_score"] == FORMAT_MAX for v in scored])
     results["mean_length"] = sum(len(c) for c in sampled) / len(sampled)
     if isinstance(problems[0], Problem):  # the synthetic task's reasoning styles
         styles = Counter(style_of(r) for r in responses)
         for style in (*STYLES, "other"):
             results[f"style_{style}"] = styles[style] / len(responses)
 
-    # The demo always names the format; None would leave it to the server (its default here).
-    answer_format = client.response_format or protocol.DEFAULT_FORMAT
-    answers = [
-        extract_answer(r, texts[i // n], answer_format) if f == FORMAT_MAX else None
-        for i, (r, f) in enumerate(zip(responses, scored.format, strict=True))
-    ]
+    answers = [v["answer"] if v["format_score"] == FORMAT_MAX else None for v in scored]
     for k in range(1, n + 1):
         passes, majorities = 0.0, 0.0
         for p in range(len(problems)):
@@ -99,6 +79,19 @@ def evaluate(
         results[f"pass@{k}"] = passes / len(problems)
         results[f"maj@{k}"] = majorities / len(problems)
     return results
+
+
+def _verdicts(
+    client: RewardClient,
+    prompts: list[str],
+    responses: list[str],
+    labels: list[str],
+    per_request: int,
+) -> list[dict]:
+    """The server's verdict on each ``prompt + response`` (``/v1/score``: the format and
+    accuracy scores and the answer it read), ``per_request`` samples a request."""
+    queries = [p + r for p, r in zip(prompts, responses, strict=True)]
+    return client.verdicts(queries, prompts, labels, per_request=per_request, desc=None)
 
 
 def _share(flags: list[bool]) -> float:

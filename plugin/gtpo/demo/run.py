@@ -129,6 +129,9 @@ REAL_MODEL_PRESETS: dict[str, dict] = {
 }
 
 
+# What the demo asks the reward server: rewards while it trains, verdicts while it evaluates.
+REWARD_ROUTES = ("/get_reward", "/v1/score")
+
 # DemoConfig fields every RL run of a scenario takes as they are (same names in RLConfig).
 SHARED_RL_FIELDS = (
     "steps",
@@ -287,7 +290,7 @@ def run_demo(config: DemoConfig) -> dict:
 
         if server is not None:
             server.wait()
-        requests_before = request_count(url)
+        requests_before = request_count(url, *REWARD_ROUTES)
 
         roles = {role: cfg.label for role, cfg in scenario_runs(config, 0).items()}
         labels = list(roles.values())
@@ -320,7 +323,7 @@ def run_demo(config: DemoConfig) -> dict:
         for seed, runs in zip(config.seeds, pending, strict=True):
             results["runs"].extend(_finish_seed(seed, runs))
             results["h_ini"][str(seed)] = results["runs"][-1]["h_ini"]
-        results["reward_requests"] = request_count(url) - requests_before
+        results["reward_requests"] = request_count(url, *REWARD_ROUTES) - requests_before
         results["wall_seconds"] = time.perf_counter() - started
 
     write_metrics_tables(out, results)

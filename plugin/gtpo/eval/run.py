@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gtpo.eval.generate import GenerationCache, Sampling, generate
-from gtpo.eval.metrics import maj_at_k_from_labels, pass_at_k
+from gtpo.eval.metrics import group_answers, maj_at_k_from_labels, pass_at_k
 from gtpo.eval.report import markdown_table, plot, write_json
 from gtpo.reward_client import RewardClient
 from reward_server.protocol import FORMAT_MAX, NON_VOTING, is_correct
@@ -148,6 +148,16 @@ def summarize(
     }
 
 
+def answer_classes(
+    client: RewardClient, votes: Sequence[Sequence[str | None]], desc: str | None = None
+) -> list[list[int | None]]:
+    """Equivalence classes of each prompt's answers (`group_answers`), as the reward server
+    judges them (``/v1/equivalent``), prompts grouped concurrently."""
+    return client.concurrently(
+        lambda answers: group_answers(answers, find_match=client.find_match), votes, desc=desc
+    )
+
+
 def _slug(model: str) -> str:
     tail = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name or model)[:40]
     return f"{tail}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
@@ -186,7 +196,7 @@ def evaluate_model(
         [v["answer"] if v["reason"] not in NON_VOTING and v["answer"] else None for v in pv]
         for pv in verdicts
     ]
-    labels = client.group(votes, desc=f"group answers {name}")
+    labels = answer_classes(client, votes, desc=f"group answers {name}")
 
     samples_path = config.out / f"samples-{_slug(model)}.jsonl"
     with samples_path.open("w", encoding="utf-8") as fh:
