@@ -17,7 +17,7 @@ pytest.importorskip("deepspeed")
 
 from gtpo.config import GTPOConfig
 from gtpo.openrlhf import compat, flags
-from gtpo.openrlhf.flags import split_argv
+from gtpo.openrlhf.flags import parse_gtpo_flags
 
 
 def flatten(ns: SimpleNamespace, prefix: str = "") -> dict:
@@ -30,36 +30,28 @@ def flatten(ns: SimpleNamespace, prefix: str = "") -> dict:
     return out
 
 
-def test_split_argv_keeps_openrlhf_tokens_in_order():
+def test_the_gtpo_flags_come_out_of_argv_and_openrlhf_tokens_stay_in_order():
     argv = [
-        "--actor.model_name_or_path",
-        "m",
-        "--gtpo.gamma",
-        "0.05",
-        "--algo.kl.init_coef",
-        "0",
-        "--gtpo.no_conflict",
-        "--gtpo.entropy_filter=on",
-        "--ds.packing_samples",
-        "--gtpo.h_ini",
-        "0.3",
-    ]
-    gtpo, rest = split_argv(argv)
-    assert gtpo == [
-        "--gtpo.gamma",
-        "0.05",
-        "--gtpo.no_conflict",
-        "--gtpo.entropy_filter=on",
-        "--gtpo.h_ini",
-        "0.3",
-    ]
+        "--actor.model_name_or_path", "m", "--gtpo.gamma", "0.05", "--algo.kl.init_coef", "-0.5",
+        "--gtpo.no_conflict", "--gtpo.entropy_filter=on", "--ds.packing_samples",
+        "--data.max_len=64", "--gtpo.h_ini", "0.3",
+    ]  # fmt: skip
+    gtpo, rest = parse_gtpo_flags(argv)
+    given = {k: v for k, v in vars(gtpo).items() if k in {"gtpo.gamma", "gtpo.no_conflict",
+             "gtpo.entropy_filter", "gtpo.h_ini"}}  # fmt: skip
+    assert given == {"gtpo.gamma": 0.05, "gtpo.no_conflict": True, "gtpo.entropy_filter": "on",
+                     "gtpo.h_ini": 0.3}  # fmt: skip
     assert rest == [
-        "--actor.model_name_or_path",
-        "m",
-        "--algo.kl.init_coef",
-        "0",
-        "--ds.packing_samples",
-    ]
+        "--actor.model_name_or_path", "m", "--algo.kl.init_coef", "-0.5", "--ds.packing_samples",
+        "--data.max_len=64",
+    ]  # fmt: skip
+
+
+def test_an_unknown_gtpo_flag_exits_with_the_usage(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_gtpo_flags(["--actor.x", "1", "--gtpo.gama", "0.1"])
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: --gtpo.gama" in capsys.readouterr().err
 
 
 def test_gtpo_flags_arrive_in_hierarchized_args(openrlhf_args):

@@ -65,7 +65,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
     from openrlhf.trainer.ray import ppo_actor
 
     args = openrlhf_args("--rollout.micro_batch_size", "5")
-    with installed(parse_gtpo_flags([])):
+    with installed(parse_gtpo_flags([])[0]):
         policy_cls = ppo_actor.PolicyModelActor  # what train_ppo_ray hands to RayActorGroup
         trainer_cls = ppo_trainer.PPOTrainer
         # OpenRLHF's own group class; no GPU on this cluster, so 0 GPUs per actor.
@@ -171,7 +171,7 @@ def test_trainer_worker_runs_gtpo_trainer(ray_cluster, openrlhf_args, tmp_path):
     args = openrlhf_args(
         "--actor.model_name_or_path", str(tmp_path), "--data.prompt_dataset", str(prompts)
     )
-    with installed(parse_gtpo_flags([])):
+    with installed(parse_gtpo_flags([])[0]):
         trainer_cls = ppo_trainer.PPOTrainer  # what train_ppo_ray's train() imports
     # OpenRLHF's own train() call, minus the model groups and vLLM engines (GPU only).
     trainer = trainer_cls.remote(

@@ -191,7 +191,7 @@ def test_the_launcher_hands_the_token_from_its_environment_to_the_rollout_actors
     from gtpo.openrlhf.flags import parse_gtpo_flags
 
     monkeypatch.setenv("GTPO_RS_API_TOKEN", "s3cret")  # the launcher's and the server's
-    with installed(parse_gtpo_flags([])):
+    with installed(parse_gtpo_flags([])[0]):
         token = vllm_engine.RolloutRayActor.extra["reward_token"]
     assert token == "s3cret"
     with LocalRewardServer(tmp_path / "rs.log") as server:

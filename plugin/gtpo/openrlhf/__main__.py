@@ -33,13 +33,7 @@ from typing import Any
 from gtpo.config import GTPOConfig, GTPOConfigError, namespace_values
 from gtpo.openrlhf import compat, dry_imports, enable_logging, plan
 from gtpo.openrlhf.compat import OpenRLHFIncompatibleError, check_openrlhf
-from gtpo.openrlhf.flags import (
-    build_parser,
-    configure,
-    given_flags,
-    parse_gtpo_flags,
-    split_argv,
-)
+from gtpo.openrlhf.flags import build_parser, configure, given_flags, parse_gtpo_flags
 from gtpo.openrlhf.resume import CheckpointNotShared
 from gtpo.openrlhf.rewards import reward_token, root_message
 from gtpo.openrlhf.rollouts import NothingTrainedError
@@ -166,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = [token for token in argv if token != DRY_RUN]
     enable_logging()
     quiet_request_logs(logging.getLogger("gtpo").getEffectiveLevel())
-    gtpo_tokens, openrlhf_argv = split_argv(argv)
+    gtpo_flags, openrlhf_argv = parse_gtpo_flags(argv)
     if "-h" in openrlhf_argv or "--help" in openrlhf_argv:
         build_parser().print_help(sys.stdout)
         sys.stdout.write(
@@ -174,7 +168,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             "per rank, steps) without starting Ray, loading weights or reaching the hub.\n"
             "\nOpenRLHF's train_ppo_ray flags follow.\n\n"
         )
-    gtpo_flags = parse_gtpo_flags(gtpo_tokens)
     if dry_run:
         absent = dry_imports.register_missing()
         if absent:

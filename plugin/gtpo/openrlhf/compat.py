@@ -31,7 +31,6 @@ import functools
 import importlib
 import importlib.util
 import inspect
-import itertools
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -57,14 +56,11 @@ def supported_name() -> str:
 
 
 def release(version: str) -> tuple[int, ...]:
-    """The numeric release of a version string: "0.11.2.post1" -> (0, 11, 2)."""
-    parts = []
-    for part in version.split(".")[:3]:
-        digits = "".join(itertools.takewhile(str.isdigit, part))
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
+    """The numeric release of a version string: "0.11.2.post1" -> (0, 11, 2). (packaging is
+    OpenRLHF's own dependency, so it is there wherever this check runs.)"""
+    from packaging.version import Version
+
+    return Version(version).release[:3]
 
 
 # --- internals the adapter overrides or calls ---------------------------------------------

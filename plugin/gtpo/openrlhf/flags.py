@@ -4,8 +4,8 @@ The flags themselves (names, defaults, help, valid ranges) are GTPOConfig's (`gt
 the OpenRLHF settings checked here are named in `compat`.
 
 OpenRLHF's `train_ppo_ray` builds its parser inline under `__main__` and parses strictly, so the
-launcher takes the `--gtpo.*` flags out of argv first (`split_argv`), and adds them back to the
-namespace right before OpenRLHF's `hierarchize` turns `gtpo.gamma` into `args.gtpo.gamma`. From
+launcher takes the `--gtpo.*` flags out of argv first (`parse_gtpo_flags`), and adds them back to
+the namespace right before OpenRLHF's `hierarchize` turns `gtpo.gamma` into `args.gtpo.gamma`. From
 there they travel to every Ray actor inside `strategy.args`.
 """
 
@@ -23,7 +23,7 @@ from gtpo.openrlhf import compat, plan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GTPOConfigError", "build_parser", "configure", "gtpo_config", "split_argv"]
+__all__ = ["GTPOConfigError", "build_parser", "configure", "gtpo_config", "parse_gtpo_flags"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,44 +38,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _takes_value(parser: argparse.ArgumentParser, option: str) -> bool:
-    for action in parser._actions:
-        if option in action.option_strings:
-            return action.nargs != 0
-    return True  # unknown --gtpo.* flag: keep its value next to it so argparse names the flag
-
-
-def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Split argv into (`--gtpo.*` tokens, OpenRLHF tokens), keeping each side's order.
-
-    Accepts `--gtpo.x VALUE`, `--gtpo.x=VALUE` and switches. OpenRLHF's tokens are not touched.
-    """
+def parse_gtpo_flags(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """(the `--gtpo.*` flags parsed, OpenRLHF's tokens in their order, untouched). An unknown
+    or malformed `--gtpo.` flag exits with the usage, as OpenRLHF's own parser does."""
     parser = build_parser()
-    gtpo: list[str] = []
-    rest: list[str] = []
-    tokens = list(argv)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token.startswith(FLAG_PREFIX):
-            gtpo.append(token)
-            if "=" not in token and _takes_value(parser, token) and i + 1 < len(tokens):
-                gtpo.append(tokens[i + 1])
-                i += 1
-        else:
-            rest.append(token)
-        i += 1
-    return gtpo, rest
+    gtpo_flags, rest = parser.parse_known_args(list(argv))
+    unknown = [token for token in rest if token.startswith(FLAG_PREFIX)]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return gtpo_flags, rest
 
 
 def given_flags(argv: Sequence[str]) -> set[str]:
     """The `--flag` names on a command line (`--flag value` and `--flag=value` alike)."""
     return {token.split("=", 1)[0] for token in argv if token.startswith("--")}
-
-
-def parse_gtpo_flags(tokens: Sequence[str]) -> argparse.Namespace:
-    """Parse the `--gtpo.*` tokens strictly (an unknown `--gtpo.` flag exits with usage)."""
-    return build_parser().parse_args(list(tokens))
 
 
 def gtpo_config(args: Any) -> GTPOConfig:
