@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 
 from gtpo import LN2
 from gtpo.demo.stability import claims_table, plot_collapse, smooth, window_for
+from gtpo.eval.report import table_lines
 
 # One colour per role of `run.scenario_runs`, so a run keeps its colour in every plot.
 ROLE_COLORS = {
@@ -214,20 +215,16 @@ def _display(label: str) -> str:
 def summary_table(results: dict) -> str:
     """Markdown table: warm start vs each method after RL, held-out metrics."""
     methods = results["methods"]
-    header = "| held-out metric | warm start (before RL) | " + " | ".join(
-        f"{_display(m)} after RL" for m in methods
-    )
-    lines = [header + " |", "|---" * (2 + len(methods)) + "|"]
-    first = methods[0]
+    header = ["held-out metric", "warm start (before RL)"]
+    header += [f"{_display(m)} after RL" for m in methods]
+    rows = []
     for key, name in SUMMARY_ROWS:
         if key not in results["runs"][0]["before"]:  # pass@8 with fewer samples, styles
             continue
-        before = [r["before"][key] for r in results["runs"] if r["method"] == first]
-        cells = [_cell(before)]
-        for method in methods:
-            cells.append(_cell([r["after"][key] for r in results["runs"] if r["method"] == method]))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        before = [r["before"][key] for r in results["runs"] if r["method"] == methods[0]]
+        after = [[r["after"][key] for r in results["runs"] if r["method"] == m] for m in methods]
+        rows.append([name, _cell(before), *map(_cell, after)])
+    return "\n".join(table_lines(header, rows))
 
 
 def write_report(out: Path, results: dict) -> None:
@@ -235,13 +232,35 @@ def write_report(out: Path, results: dict) -> None:
     rows = load_rows(out, results)
     seeds = sorted({r["seed"] for r in results["runs"]})
     colors = label_colors(results)
-    cfg = results["config"]
-    collapse = cfg["scenario"] == "collapse"
+    collapse = results["config"]["scenario"] == "collapse"
     pictures = [plot_collapse(out, rows, colors)] if collapse else []
     pictures += plot_training(out, rows, len(seeds), colors)
     pictures.append(plot_eval(out, results, colors))
+    text = _run_lines(results, seeds)
+    if collapse:
+        text += _claims_lines(rows, results["roles"])
+    text += [
+        "## Held-out prompts" + (" (mean ± sd over seeds)" if len(seeds) > 1 else ""),
+        "",
+        summary_table(results),
+        "",
+        *_training_lines(_final_training(rows, results["methods"])),
+        *protected_table(results),
+        "## Plots",
+        "",
+        *[f"![{name}]({name})" for name in pictures],
+        "",
+        "Per-step metrics: `metrics.csv`, `metrics.jsonl`; everything above: `results.json`.",
+        "",
+    ]
+    (out / "summary.md").write_text("\n".join(text))
+
+
+def _run_lines(results: dict, seeds: list[int]) -> list[str]:
+    """The report's title and what ran: settings, H_ini and δ, the reward traffic."""
+    cfg = results["config"]
+    collapse = cfg["scenario"] == "collapse"
     h_ini_values = [float(v) for v in results["h_ini"].values()]
-    h_ini = ", ".join(f"{v:.3f}" for v in h_ini_values)
     filtering = [v < LN2 for v in h_ini_values]
     delta = (
         "below ln 2 on every seed: Eq. 6's filter is active (δ = 0 for completions with ⟨H⟩ > ln 2)"
@@ -251,7 +270,6 @@ def write_report(out: Path, results: dict) -> None:
         if not any(filtering)
         else "below ln 2 on some seeds only: Eq. 6's filter acts on those"
     )
-    last = _final_training(rows, results["methods"])
     model = results.get("model")
     if collapse:
         title = "the collapse scenario"
@@ -259,7 +277,7 @@ def write_report(out: Path, results: dict) -> None:
         title = f"GTPO vs GRPO on {model['name']}" if model else "GTPO vs GRPO on a tiny model"
     kl = f"KL β = {cfg['kl_coef']:g} for {results['roles']['grpo_kl']}" if collapse else "no KL"
     demonstrations = "worked solutions in the paper's format" if model else "noisy demonstrations"
-    text = [
+    return [
         f"# gtpo demo: {title}",
         "",
         *([f"Model: {model['name']}, {model['source']}.", ""] if model else []),
@@ -271,55 +289,51 @@ def write_report(out: Path, results: dict) -> None:
         f"{cfg['eval_prompts']} prompts × {cfg['eval_samples']} samples."
         + (f" Ablation: {cfg['ablation']}." if cfg["ablation"] else ""),
         "",
-        f"H_ini (mean completion entropy before RL, per seed): {h_ini} nats (ln 2 = "
-        f"{LN2:.3f}), {delta}.",
-        f"Rewards: {int(results['reward_requests'])} POST /get_reward requests to the reward "
-        f"server ({results['reward_url']}). Wall time {results['wall_seconds']:.0f} s.",
+        f"H_ini (mean completion entropy before RL, per seed): "
+        f"{', '.join(f'{v:.3f}' for v in h_ini_values)} nats (ln 2 = {LN2:.3f}), {delta}.",
+        f"Rewards: {int(results['reward_requests'])} requests to the reward server "
+        f"({results['reward_url']}): POST /get_reward while training, /v1/score while "
+        f"evaluating. Wall time {results['wall_seconds']:.0f} s.",
         "",
     ]
-    if collapse:
-        text += [
-            "## Paper claim → measured",
-            "",
-            "Rules (gtpo/demo/stability.py): curves smoothed over a tenth of the run (at most "
-            "10 steps), from the first full window; a reward *falls* when it drops below 75 % "
-            "of its best value so far and at least 1 point under it; a "
-            "run *collapses* when ⟨H⟩ goes above ln 2 and the format reward falls, in the "
-            "paper's order when ⟨H⟩ crosses first, then the format falls, then the accuracy. "
-            "Rewards on the 0..10 scale; steps count from 0.",
-            "",
-            claims_table(rows, results["roles"]),
-            "",
-        ]
-    text += [
-        "## Held-out prompts" + (" (mean ± sd over seeds)" if len(seeds) > 1 else ""),
+
+
+def _claims_lines(rows: list[dict], roles: dict[str, str]) -> list[str]:
+    """The collapse scenario's section: each claim of the paper against what the runs did."""
+    return [
+        "## Paper claim → measured",
         "",
-        summary_table(results),
+        "Rules (gtpo/demo/stability.py): curves smoothed over a tenth of the run (at most "
+        "10 steps), from the first full window; a reward *falls* when it drops below 75 % "
+        "of its best value so far and at least 1 point under it; a "
+        "run *collapses* when ⟨H⟩ goes above ln 2 and the format reward falls, in the "
+        "paper's order when ⟨H⟩ crosses first, then the format falls, then the accuracy. "
+        "Rewards on the 0..10 scale; steps count from 0.",
         "",
+        claims_table(rows, roles),
+        "",
+    ]
+
+
+def _training_lines(last: dict[str, dict[str, float]]) -> list[str]:
+    """Each method's training metrics, the mean of its last 20 % of steps."""
+    header = ["method", "total reward", "format reward", "accuracy reward", "⟨H⟩", "filtered",
+              "conflict tokens, A > 0", "conflict tokens, A < 0"]  # fmt: skip
+    rows = [
+        [m, f"{v['reward']:.2f}", f"{v['format_reward']:.2f}", f"{v['accuracy_reward']:.2f}",
+         f"{v['entropy_mean']:.3f}", f"{v['filtered_frac']:.3f}", f"{v['conflict_frac_pos']:.3f}",
+         f"{v['conflict_frac_neg']:.3f}"]
+        for m, v in last.items()
+    ]  # fmt: skip
+    return [
         "## Training, mean of the last 20 % of steps",
         "",
         "Conflict tokens: the share of the tokens of completions with A > 0 (A < 0) in Eq. 5's "
         "mask M, which GTPO weights 2 (0); GRPO's is logged by the same rule and not acted on.",
         "",
-        "| method | total reward | format reward | accuracy reward | ⟨H⟩ | filtered "
-        "| conflict tokens, A > 0 | conflict tokens, A < 0 |",
-        "|---|---|---|---|---|---|---|---|",
-        *[
-            f"| {m} | {v['reward']:.2f} | {v['format_reward']:.2f} | "
-            f"{v['accuracy_reward']:.2f} | {v['entropy_mean']:.3f} | {v['filtered_frac']:.3f} "
-            f"| {v['conflict_frac_pos']:.3f} | {v['conflict_frac_neg']:.3f} |"
-            for m, v in last.items()
-        ],
-        "",
-        *protected_table(results),
-        "## Plots",
-        "",
-        *[f"![{name}]({name})" for name in pictures],
-        "",
-        "Per-step metrics: `metrics.csv`, `metrics.jsonl`; everything above: `results.json`.",
+        *table_lines(header, rows),
         "",
     ]
-    (out / "summary.md").write_text("\n".join(text))
 
 
 def protected_table(results: dict) -> list[str]:

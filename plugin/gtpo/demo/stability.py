@@ -29,6 +29,7 @@ matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt
 
 from gtpo import LN2
+from gtpo.eval.report import table_lines
 
 FALL_FRACTION = 0.75  # a reward "falls" below this share of its best smoothed value so far…
 FALL_POINTS = 1.0  # …and by at least this much on the 0..10 scale
@@ -182,19 +183,13 @@ def claims_table(rows: list[dict], labels: dict[str, str]) -> str:
          "⟨H⟩ below ln 2 and the model formatted"),
         ("gtpo_no_filter", True, "GTPO without δ collapses too (Fig. 5)"),
     )  # fmt: skip
-    lines = [
-        "| paper claim | run | measured | agrees |",
-        "|---|---|---|---|",
-    ]
-    for role, collapses, claim in claims:
-        label = labels.get(role)
-        if label is None or label not in events:
-            continue
-        lines.append(
-            f"| {claim} | {label} | {_measured(events[label])} | "
-            f"{_agreement(events[label], collapses)} |"
-        )
-    return "\n".join(lines)
+    measured = [
+        [claim, labels[role], _measured(events[labels[role]]),
+         _agreement(events[labels[role]], collapses)]
+        for role, collapses, claim in claims
+        if labels.get(role) in events
+    ]  # fmt: skip
+    return "\n".join(table_lines(["paper claim", "run", "measured", "agrees"], measured))
 
 
 def plot_collapse(out: Path, rows: list[dict], colors: dict[str, str]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,16 @@ def write_json(path: Path, results: Sequence[dict[str, Any]], config: dict[str, 
     path.write_text(json.dumps({"config": config, "models": list(results)}, indent=2) + "\n")
 
 
+def table_lines(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table in GitHub's pipe syntax: the header, its rule, one line per row (cells
+    unpadded, so the file diffs cleanly)."""
+    return [
+        f"| {' | '.join(header)} |",
+        "|" + "---|" * len(header),
+        *(f"| {' | '.join(map(str, row))} |" for row in rows),
+    ]
+
+
 def markdown_table(results: Sequence[dict[str, Any]]) -> str:
     """One row per model: pass@k and maj@k (%) for every k, format rate (%), mean reward."""
     ks = sorted({int(k) for r in results for k in r["pass@k"]})
@@ -26,14 +36,13 @@ def markdown_table(results: Sequence[dict[str, Any]]) -> str:
         + [f"maj@{k}" for k in ks]
         + ["format %", "mean reward"]
     )
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in results:
-        cells = [r["name"], str(r["prompts"]), str(r["n"])]
-        for metric in ("pass@k", "maj@k"):
-            cells += [f"{100 * r[metric][str(k)]:.1f}" for k in ks]
-        cells += [f"{100 * r['format_rate']:.1f}", f"{r['mean_reward']:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [
+        [r["name"], r["prompts"], r["n"]]
+        + [f"{100 * r[metric][str(k)]:.1f}" for metric in ("pass@k", "maj@k") for k in ks]
+        + [f"{100 * r['format_rate']:.1f}", f"{r['mean_reward']:.2f}"]
+        for r in results
+    ]
+    return "\n".join(table_lines(head, rows)) + "\n"
 
 
 def plot(path: Path, results: Sequence[dict[str, Any]], title: str = "") -> None:
