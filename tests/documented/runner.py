@@ -1,21 +1,20 @@
 """Runs the documented commands of a page as a reader would, after the substitution table.
 
-A page runs in one shell session: the environment with the page's exports and the processes it
-starts in the background. Every page works in one copy of the repository (the docs' commands are
-written for a clone), so a page finds what an earlier one made, as one user following the docs
-does. The first `pip install` on any page creates the user's
-virtual environment (a fresh one, not CI's); every later command of every page runs in it, as
-one user following the docs does. A command whose substituted form already ran is not run
-again. A server started in the foreground (a reader opens another terminal for the next line)
-runs in the background, and the next line waits until it answers.
+One user follows the docs: every page works in one copy of the repository (the commands are
+written for a clone), so a page finds what an earlier one made; the first `pip install` on any
+page creates the user's virtual environment (a fresh one, not CI's), and every later command of
+every page runs in it; a command whose substituted form already ran is not run again. A page
+runs in one shell session: the environment with the page's exports and the processes it starts
+in the background. A server started in the foreground (a reader opens another terminal for the
+next line) runs in the background, and the next line waits until it answers.
 
 Single-node training commands find a Ray head started for the page with logical GPUs (a GPU
 node's `ray.init()` finds its GPUs itself). A block whose comments name nodes ("# head node",
 "# every other node") runs in two network namespaces joined by a veth pair
 (tests/openrlhf/test_orl_two_nodes.py), each command on the node its comment names.
 
-Every command prints what it ran, each substitution and its time; `Report` keeps them for the
-closing summary (reports/documented-commands.md).
+Every command prints what it ran, each substitution and its time; `Report` keeps them, and the
+session fixture prints them as one table at the end (documented-commands.md).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -132,7 +130,7 @@ class Session:
     """One page, as one shell."""
 
     def __init__(self, run: DocsRun, page: str) -> None:
-        self.run_ = run
+        self.docs_run = run
         self.page = page
         self.id = uuid.uuid4().hex[:8]
         self.workdir = run.workdir
@@ -140,7 +138,6 @@ class Session:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.env: dict[str, str] = {**os.environ, MARK: self.id}
         self.env.pop("VIRTUAL_ENV", None)
-        self.node_env: dict[str, dict[str, str]] = {}  # a two-node block's per-node exports
         self.ray_address: str | None = None
         self.background: list[tuple[Substituted, subprocess.Popen]] = []
         self.context = Context(tiny_model=run.tiny_model, workdir=self.workdir)
@@ -153,9 +150,10 @@ class Session:
         if block.language == "python":
             return [self._python(block)]
         runnable = [c for c in block.commands if c.argv[0] != "export" and not not_run(c)]
-        if not runnable:  # only what a GPU runs, and the exports it would read
+        if not runnable:  # only what a GPU runs, and the exports it would read: reported
             for command in block.commands:
-                self.run(command) if command.argv[0] != "export" else None
+                if command.argv[0] != "export":
+                    self.run(command)
             return []
         if any(_node(c.place) for c in block.commands):
             return self._two_nodes(block)
@@ -167,7 +165,7 @@ class Session:
         env = {**self.env, **(place_env or {})}
         reason = not_run(command)
         if reason:
-            self.run_.report.add(command.where, "-", "-", f"not run: {reason}")
+            self.docs_run.report.add(command.where, "-", "-", f"not run: {reason}")
             return None
         argv = [docs.expand(t, env, command.where) for t in command.argv]
         if argv[0] == "export":
@@ -183,7 +181,7 @@ class Session:
             self.workdir = (self.workdir / argv[1]).resolve()
             return None
         if argv[0] == "pip":
-            self.run_.user.make()
+            self.docs_run.user.make()
             self._activate()
             env = {**env, **self._activated()}
         sub = substitute(command, argv, self.context)
@@ -193,11 +191,12 @@ class Session:
             self._ray_head(env)  # its workers inherit the command's environment
             env["RAY_ADDRESS"] = self.ray_address or ""
         key = (tuple(sub.argv), tuple(sorted(sub.env.items())), tuple(wrap or ()))
-        if key in self.run_.ran and not command.background:
-            earlier = self.run_.ran[key]
-            print(f"{command.where}: the same command ran at {earlier.sub.command.where}")
-            self.run_.report.add(command.where, "-", "-", f"same as {earlier.sub.command.where}")
-            self.run_.by_where[command.where] = earlier
+        if key in self.docs_run.ran and not command.background:
+            earlier = self.docs_run.ran[key]
+            there = earlier.sub.command.where
+            print(f"{command.where}: the same command ran at {there}")
+            self.docs_run.report.add(command.where, "-", "-", f"same as {there}")
+            self.docs_run.by_where[command.where] = earlier
             return earlier
         print(sub.report(), flush=True)
         for first in sub.first:
@@ -207,8 +206,8 @@ class Session:
         started = time.monotonic()
         log = self.logs / f"{command.line}-{sub.argv[0].replace('/', '_')}.log"
         code = self._execute([*(wrap or []), *sub.argv], env, log, sub, check=False)
-        ran = Ran(sub, code, time.monotonic() - started, log, self.run_.stage)
-        self._record(ran)
+        ran = Ran(sub, code, time.monotonic() - started, log, self.docs_run.stage)
+        self._record(ran, key)
         if code != 0:
             raise CommandFailed(
                 f"{command.where} exited {code}:\n{sub.report()}\n--- its output, last lines\n"
@@ -217,12 +216,13 @@ class Session:
         self._check_output(ran)
         return ran
 
-    def _record(self, ran: Ran) -> None:
+    def _record(self, ran: Ran, key: tuple | None = None) -> None:
         command = ran.sub.command
-        self.run_.ran[(tuple(ran.sub.argv), tuple(sorted(ran.sub.env.items())), ())] = ran
-        self.run_.by_where[command.where] = ran
+        if key is not None:
+            self.docs_run.ran[key] = ran
+        self.docs_run.by_where[command.where] = ran
         changes = "; ".join(f"{k}: {c}" for k, c, _ in ran.sub.notes) or "as written"
-        self.run_.report.add(command.where, ran.stage, f"{ran.seconds:.0f} s", changes)
+        self.docs_run.report.add(command.where, ran.stage, f"{ran.seconds:.0f} s", changes)
         print(f"    ran in {ran.seconds:.0f} s, exit {ran.returncode}", flush=True)
 
     def _execute(self, argv: list[str], env: dict[str, str], log: Path, sub: Substituted,
@@ -274,10 +274,10 @@ class Session:
         started = time.monotonic()
         if _is_server(sub.argv):
             self._wait_ready(sub, proc, log, wrap)
-        ran = Ran(sub, 0, time.monotonic() - started, log, self.run_.stage)
-        self.run_.by_where[sub.command.where] = ran
+        ran = Ran(sub, 0, time.monotonic() - started, log, self.docs_run.stage)
+        self.docs_run.by_where[sub.command.where] = ran
         changes = "; ".join(f"{k}: {c}" for k, c, _ in sub.notes)
-        self.run_.report.add(
+        self.docs_run.report.add(
             sub.command.where, ran.stage, f"{ran.seconds:.0f} s",
             "in the background" + (f"; {changes}" if changes else ""),
         )  # fmt: skip
@@ -351,9 +351,10 @@ class Session:
         log = self.logs / f"{block.line}-python.log"
         env = _merge_env({**self.env, **self._activated()}, sub.env)
         started = time.monotonic()
-        python = str(self.run_.user.bin / "python") if self.run_.user.made else sys.executable
+        user = self.docs_run.user
+        python = str(user.bin / "python") if user.made else sys.executable
         code_ = self._execute([python, script.name], env, log, sub, check=False)
-        ran = Ran(sub, code_, time.monotonic() - started, log, self.run_.stage)
+        ran = Ran(sub, code_, time.monotonic() - started, log, self.docs_run.stage)
         self._record(ran)
         if code_ != 0:
             raise CommandFailed(f"{block.where} (python) exited {code_}:\n{ran.output[-6000:]}")
@@ -398,7 +399,7 @@ class Session:
     # -- environment --------------------------------------------------------------------------
 
     def _activated(self) -> dict[str, str]:
-        user = self.run_.user
+        user = self.docs_run.user
         if not user.made:
             return {}
         return {"VIRTUAL_ENV": str(user.root), "PATH": f"{user.bin}{os.pathsep}{self.env['PATH']}"}
@@ -505,8 +506,3 @@ def page_session(run: DocsRun, page: str) -> Iterator[Session]:
         yield session
     finally:
         session.close()
-
-
-def urlopen_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.load(response)

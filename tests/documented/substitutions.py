@@ -577,7 +577,3 @@ def _globbed(argv: list[str], cwd: Path) -> list[str]:
                 continue
         out.append(token)
     return out
-
-
-def used_kinds() -> set[str]:
-    return {rule.kind for rule in SUBSTITUTIONS}

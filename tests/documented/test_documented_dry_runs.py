@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from documented import pages
 from documented.substitutions import (
+    KINDS,
     PYTHON_SUBSTITUTIONS,
     SUBSTITUTIONS,
     Context,
@@ -155,6 +156,7 @@ def test_every_rule_of_the_table_changes_a_documented_command(tmp_path):
         used |= {why for _, _, why in sub.notes}
     unused = [rule.why for rule in SUBSTITUTIONS if rule.why not in used]
     assert not unused, unused
+    assert {rule.kind for rule in (*SUBSTITUTIONS, *PYTHON_SUBSTITUTIONS)} <= set(KINDS)
     code = "".join(b.code for b in pages.all_blocks() if b.language == "python")
     assert all(rule.old in code for rule in PYTHON_SUBSTITUTIONS)
 
