@@ -4,7 +4,7 @@ OpenRLHF's list of every parameter, side by side on the same model.
 With `--ds.lora.rank`, the rollout engines get each adapted weight merged (W + B·A·α/r,
 `gtpo.openrlhf.lora.rollout_parameters`). OpenRLHF 0.11.2's `broadcast_to_vllm` lists every
 parameter before sending the first, so every merged copy exists at once; GTPO's sync
-(`compat.stream_to_engines`) sends each and drops it before making the next. Each way runs in
+(`seam.stream_to_engines`) sends each and drops it before making the next. Each way runs in
 its own process on the real model in bf16 with LoRA on every linear layer (rank 8), and the
 peak resident memory above the loaded model is measured (Linux: VmHWM, reset before the sync).
 

@@ -333,7 +333,7 @@ def controller_arm(n: int, length: int, out: Path) -> None:
     from openrlhf.trainer.ppo_utils.experience import Experience
 
     from gtpo import GTPOConfig
-    from gtpo.openrlhf.advantages import weight_advantages
+    from gtpo.openrlhf.step import weight_advantages
 
     group, prompt, micro = 8, 64, 16
     rng = random.Random(0)

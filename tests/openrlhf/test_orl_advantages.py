@@ -27,10 +27,10 @@ from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 from paper_reference import reference_delta, reference_weights
 
 from gtpo import GTPOConfig, conflict_weights, entropy_filter
-from gtpo.openrlhf import advantages as advantages_module
 from gtpo.openrlhf import compat
-from gtpo.openrlhf.advantages import weight_advantages
+from gtpo.openrlhf import step as step_module
 from gtpo.openrlhf.flags import gtpo_config
+from gtpo.openrlhf.step import weight_advantages
 
 G = 4
 PAD = 0
@@ -141,7 +141,7 @@ def test_weighted_advantages_are_group_norm_times_core_weights(
     """λ·δ on every action token of every micro-batch; with `chunked`, the controller works one
     prompt group at a time (as it does on a large rollout) and gets the same result."""
     if chunked:
-        monkeypatch.setattr(advantages_module, "CHUNK_TOKENS", 1)
+        monkeypatch.setattr(step_module, "CHUNK_TOKENS", 1)
     args = openrlhf_args(*SPLITS[split])
     maker = maker_for(args)
     samples, completions, rewards, entropies = make_rollout(num_prompts=5, seed=7)

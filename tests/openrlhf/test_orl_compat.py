@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -70,40 +73,194 @@ def test_launcher_exits_2_when_openrlhf_does_not_fit(monkeypatch, caplog):
     assert "supports OpenRLHF >=0.11.2,<0.12, found 0.10.4" in caplog.text
 
 
-def _resolve(module_name: str, dotted: str):
-    obj = importlib.import_module(module_name)
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
+def _gtpo_subclasses():
+    """(GTPO's class, the OpenRLHF classes it extends) for every class of the adapter that
+    extends one: the controller mixin extends both trainers."""
+    from gtpo.openrlhf import async_training, controller, experience, policy, rollout_actor
+
+    classes = (
+        policy.GTPOPolicyModelActor, policy.GTPOActorPPOTrainer, experience.GTPOExperienceMaker,
+        controller.GTPOPPOTrainer, controller.GTPOSamplesGenerator,
+        rollout_actor.RetryingRewardExecutor, rollout_actor.GTPORolloutActor,
+        async_training.GTPOTrainingActor, async_training.PublishedSync,
+        async_training.VersionedSamplesGenerator, async_training.GTPOGenerateSamplesActor,
+        async_training.GTPOPPOTrainerAsync,
+    )  # fmt: skip
+    pairs = [(cls, [b for b in cls.__mro__[1:] if _openrlhf(b)][:1]) for cls in classes]
+    trainers = [controller.GTPOPPOTrainer.__mro__[2], async_training.GTPOTrainingActor.__mro__[2]]
+    return [*pairs, (controller.GTPOController, trainers)]
+
+
+def _openrlhf(cls: type) -> bool:
+    """OpenRLHF's class, or the seam's presentation of one (its private steps renamed)."""
+    return cls.__module__.startswith("openrlhf") or cls.__module__ == "gtpo.openrlhf.seam"
+
+
+def _openrlhf_names(base: type, name: str) -> str:
+    """The OpenRLHF method behind `name` on `base` (a seam class's public step: its private)."""
+    return {p: q for c in base.__mro__ for p, q in vars(c).get("steps", {}).items()}.get(name, name)
 
 
 def test_every_openrlhf_method_the_adapter_overrides_is_declared_in_compat():
     """compat.REQUIRED is the list a new release is checked against: an override missing from
     it would let a renamed OpenRLHF method switch GTPO off without an error."""
-    from gtpo.openrlhf import actors, async_training
-
-    declared = [_resolve(m, a) for m, attrs in compat.REQUIRED.items() for a in attrs]
-    # (GTPO's class, the OpenRLHF classes it extends): the controller mixin extends both trainers.
-    subclasses = [
-        (cls, [next(b for b in cls.__mro__ if b.__module__.startswith("openrlhf"))])
-        for cls in (
-            actors.GTPOPolicyModelActor, actors.GTPOActorPPOTrainer, actors.GTPOExperienceMaker,
-            actors.GTPOPPOTrainer, actors.RetryingRewardExecutor, actors.GTPORolloutActor,
-            async_training.GTPOTrainingActor, async_training.GTPOGenerateSamplesActor,
-            async_training.GTPOPPOTrainerAsync,
-        )
-    ]  # fmt: skip
-    trainers = [actors.GTPOPPOTrainer.__mro__[2], async_training.GTPOTrainingActor.__mro__[2]]
-    subclasses.append((actors.GTPOController, trainers))
+    declared = [
+        compat.resolve(m, a)
+        for m, attrs in compat.REQUIRED.items()
+        for a in attrs
+        if hasattr(compat.resolve(m, a.rpartition(".")[0]) if "." in a else m, a.split(".")[-1])
+    ]
     overrides = []
-    for cls, bases in subclasses:
+    for cls, bases in _gtpo_subclasses():
         for name, value in vars(cls).items():
             # Constructors are called with the arguments OpenRLHF passes; the others must exist.
             for base in bases:
                 if callable(value) and name != "__init__" and hasattr(base, name):
                     overrides.append(f"{cls.__name__}.{name}")
-                    assert any(getattr(base, name) is d for d in declared), f"{cls.__name__}.{name}"
+                    own = next(b for b in base.__mro__ if b.__module__.startswith("openrlhf"))
+                    method = getattr(own, _openrlhf_names(base, name))
+                    assert any(method is d for d in declared), f"{cls.__name__}.{name}"
     assert len(overrides) >= 16  # the check saw the overrides
+
+
+def _self_attributes(cls: type, context: type[ast.expr_context]) -> set[str]:
+    """The attributes GTPO's class reads (ast.Load) or sets (ast.Store) on `self`."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        if node.value.id == "self" and isinstance(node.ctx, context)
+    }
+
+
+def test_every_attribute_the_subclasses_read_is_gtpos_or_declared_in_compat():
+    """An instance attribute of OpenRLHF's that GTPO reads is in compat.INSTANCE (or a
+    class attribute that the REQUIRED check finds): a release that renames it fails at
+    start-up, not in the middle of a run."""
+    instance = {compat.resolve(m, d): set(attrs) for (m, d), attrs in compat.INSTANCE.items()}
+    subclasses = _gtpo_subclasses()
+    for cls, bases in subclasses:
+        # GTPO's own attributes: those of the GTPO classes this one is mixed in with.
+        users = [user for user, _ in subclasses if cls in user.__mro__]
+        own = set()
+        for klass in {k for user in users for k in user.__mro__}:
+            if klass.__module__.startswith("gtpo.openrlhf") and not _openrlhf(klass):
+                own |= set(vars(klass)) | _self_attributes(klass, ast.Store)
+        for name in _self_attributes(cls, ast.Load) - own:
+            owners = [b for base in bases for b in base.__mro__ if _openrlhf(b)]
+            declared = any(name in instance.get(b, ()) for b in owners)
+            on_class = any(name in vars(b) for b in owners)
+            assert declared or on_class, f"{cls.__name__} reads self.{name}: declare it"
+
+
+def _break_source(monkeypatch, attribute: str) -> None:
+    """A release that no longer sets `attribute` on its objects (renamed in its source)."""
+    source = compat._source
+    renamed = rf"\bself\.{attribute}\b"
+    monkeypatch.setattr(
+        compat, "_source", lambda obj: re.sub(renamed, f"self.{attribute}_gone", source(obj))
+    )
+
+
+class _Without:
+    """`obj` as a release without the dotted attribute path `hidden` below it."""
+
+    def __init__(self, obj, hidden: str) -> None:
+        self._obj, self._hidden = obj, hidden
+
+    def __getattr__(self, name: str):
+        head, _, rest = self._hidden.partition(".")
+        if name != head:
+            return getattr(self._obj, name)
+        if not rest:
+            raise AttributeError(name)
+        return _Without(getattr(self._obj, name), rest)
+
+
+@pytest.mark.parametrize(
+    ("module", "dotted"), [(m, d) for m, attrs in compat.REQUIRED.items() for d in attrs]
+)
+def test_each_declared_internal_a_release_drops_is_named_at_start_up(monkeypatch, module, dotted):
+    first, _, rest = dotted.partition(".")
+    target = importlib.import_module(module)
+    if rest:
+        monkeypatch.setattr(target, first, _Without(getattr(target, first), rest))
+    else:
+        monkeypatch.delattr(target, first)
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=re.escape(f"{module}.{dotted}")):
+        compat.check_openrlhf()
+
+
+@pytest.mark.parametrize(
+    ("cls", "attribute"),
+    [(f"{m}.{d}", a) for (m, d), attrs in compat.INSTANCE.items() for a in attrs],
+)
+def test_each_instance_attribute_a_release_no_longer_sets_is_named(monkeypatch, cls, attribute):
+    _break_source(monkeypatch, attribute)
+    expected = "OpenRLHF 0.11.2 lacks internals .*" + re.escape(f"{cls}().{attribute}")
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=expected) as error:
+        compat.check_openrlhf()
+    assert "The adapter expects OpenRLHF 0.11.2" in str(error.value)
+
+
+@pytest.mark.parametrize("built", [b for b in compat.BUILT if b.builder], ids=lambda b: b.name)
+def test_each_name_openrlhf_no_longer_builds_by_is_named(monkeypatch, built):
+    source = compat._source
+    builder = compat.resolve(built.module, built.builder)
+    monkeypatch.setattr(
+        compat, "_source",
+        lambda obj: source(obj).replace(built.name, "Other") if obj is builder else source(obj),
+    )  # fmt: skip
+    named = re.escape(f"{built.module}.{built.builder} building {built.name}")
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=named):
+        compat.check_openrlhf()
+
+
+@pytest.mark.parametrize("built", compat.BUILT, ids=lambda b: f"{b.module}.{b.name}")
+def test_each_name_gtpo_rebinds_a_release_drops_is_named(monkeypatch, built):
+    monkeypatch.delattr(importlib.import_module(built.module), built.name)
+    with pytest.raises(compat.OpenRLHFIncompatibleError, match=re.escape(f"{built.module}.")):
+        compat.check_openrlhf()
+
+
+def test_outside_the_seam_no_module_touches_openrlhf():
+    """Only compat.py and seam.py import OpenRLHF; no other module of the adapter names a
+    private attribute of OpenRLHF's, assigns a class, a module's global or an object's method,
+    or reaches into an object's __dict__."""
+    import gtpo.openrlhf
+    from gtpo.openrlhf import seam
+
+    classes = [
+        klass
+        for cls in vars(seam).values()
+        if isinstance(cls, type) and _openrlhf(cls)
+        for klass in cls.__mro__
+        if klass.__module__.startswith("openrlhf")
+    ]
+    members = {name for klass in classes for name in vars(klass)}
+    private = {
+        name
+        for name in members | {a for klass in classes for a in compat.assigned_attributes(klass)}
+        if name.startswith("_") and not name.startswith("__")
+    }
+    assert {"_dispatch_forward", "_model_update_group", "_generate_vllm"} <= private
+    for path in Path(gtpo.openrlhf.__file__).parent.glob("*.py"):
+        if path.name in ("compat.py", "seam.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not any(n.split(".")[0] == "openrlhf" for n in names), where
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in private, f"{where} names OpenRLHF's {node.attr}"
+                assert node.attr not in ("__class__", "__dict__"), where
+                if isinstance(node.ctx, ast.Store) and node.attr in members:  # a method patched
+                    assert isinstance(node.value, ast.Name) and node.value.id == "self", where
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in ("setattr", "delattr"), where
 
 
 def test_a_setting_train_ppo_ray_no_longer_has_is_named(monkeypatch):
@@ -115,9 +272,6 @@ def test_a_setting_train_ppo_ray_no_longer_has_is_named(monkeypatch):
 
 def test_every_setting_the_adapter_reads_is_declared_in_compat():
     """No module of the adapter spells an OpenRLHF setting's path itself."""
-    import re
-    from pathlib import Path
-
     import gtpo.openrlhf
 
     package = Path(gtpo.openrlhf.__file__).parent

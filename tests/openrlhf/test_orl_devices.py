@@ -26,8 +26,8 @@ from tiny_llama import bare_actor_trainer
 from transformers.modeling_outputs import CausalLMOutput
 
 from gtpo import completion_entropy
-from gtpo.openrlhf.actors import per_completion_entropy_scale
 from gtpo.openrlhf.fused import FusedActorForward, fused_logprobs_and_entropy
+from gtpo.openrlhf.step import entropy_row_weights
 
 META = torch.device("meta")
 VOCAB = 32
@@ -111,5 +111,5 @@ def test_per_completion_scale_follows_the_action_mask(counts_on):
     tokens, samples = 27.0, 3.0
     if counts_on != "python":
         tokens, samples = torch.tensor(tokens, device=counts_on), torch.tensor(samples)
-    scale = per_completion_entropy_scale(action_mask, tokens, samples)
+    scale = entropy_row_weights(action_mask, tokens, samples)
     assert scale.device == META and scale.shape == (3,)

@@ -95,8 +95,8 @@ def rollout(executor, run: str) -> dict[str, list[dict]]:
 
 def executors(url: str) -> dict[str, object]:
     made = {"openrlhf": lambda: agent.SingleTurnAgentExecutor(remote_rm_url=url)}
-    pytest.importorskip("deepspeed")  # actors.py imports OpenRLHF's training side
-    from gtpo.openrlhf.actors import RetryingRewardExecutor
+    pytest.importorskip("deepspeed")  # seam.py imports OpenRLHF's training side
+    from gtpo.openrlhf.rollout_actor import RetryingRewardExecutor
 
     made["gtpo"] = lambda: RetryingRewardExecutor(url, reward_timeout=30)
     return made

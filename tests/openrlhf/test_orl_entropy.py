@@ -19,8 +19,9 @@ from openrlhf.trainer.ppo_utils.experience import Experience  # noqa: E402
 from tiny_llama import bare_actor_trainer, tiny_llama  # noqa: E402
 
 from gtpo import completion_entropy, token_entropy  # noqa: E402
-from gtpo.openrlhf.actors import GTPOActorPPOTrainer, per_completion_entropy_scale  # noqa: E402
 from gtpo.openrlhf.fused import FusedActorForward, fused_logprobs_and_entropy  # noqa: E402
+from gtpo.openrlhf.policy import GTPOActorPPOTrainer  # noqa: E402
+from gtpo.openrlhf.step import entropy_row_weights  # noqa: E402
 
 
 def tiny_actor(seed: int = 0) -> Actor:
@@ -99,7 +100,7 @@ class ScaledOpenRLHFEntropy:
 
     def __init__(self, trainer, experience, info):
         self.actor = trainer.actor
-        self.scale = per_completion_entropy_scale(
+        self.scale = entropy_row_weights(
             experience.action_mask, info["batch_num_tokens"], info["global_batch_size"]
         )
 
@@ -144,7 +145,7 @@ def saved_for_backward_bytes(trainer, experience, info, fused: bool) -> int:
         return tensor
 
     trainer.strategy.backward = lambda loss, model, optim: None
-    scale = per_completion_entropy_scale(
+    scale = entropy_row_weights(
         experience.action_mask, info["batch_num_tokens"], info["global_batch_size"]
     )
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

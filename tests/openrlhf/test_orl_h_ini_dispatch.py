@@ -5,11 +5,11 @@ one OpenRLHF's dispatch makes.
 
 Real OpenRLHF code does the splitting: `RemoteExperienceMaker.split_rollout_samples` makes the
 micro-batches (`Experience.concat_experiences`), `RayActorGroup.async_run_method_batch` cuts
-them into one chunk per rank exactly as it does on a cluster, and `_flatten_results` gathers
-them. Only the Ray actors are replaced, by handlers that record what each rank was given and
-answer with a known entropy per sample (a rank needs a GPU; `ray.put` and `ray.get` pass values
-through). The end-to-end runs (2 ranks under ZeRO-3, fewer micro-batches than ranks) are in
-test_orl_fit.py.
+them into one chunk per rank exactly as it does on a cluster, and `flatten_results` (OpenRLHF's
+`_flatten_results`) gathers them. Only the Ray actors are replaced, by handlers that record what
+each rank was given and answer with a known entropy per sample (a rank needs a GPU; `ray.put`
+and `ray.get` pass values through). The end-to-end runs (2 ranks under ZeRO-3, fewer
+micro-batches than ranks) are in test_orl_fit.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import ray
 from openrlhf.trainer.ppo_utils.experience import Experience
 from openrlhf.trainer.ray.launcher import RayActorGroup
 
-from gtpo.openrlhf import actors, compat
+from gtpo.openrlhf import compat, experience, step
 
 
 class Rank:
@@ -49,7 +49,7 @@ class Rank:
             self.forwards.append({key: values[i] for key, values in chunk.items()})
             sequences = chunk["sequences"][i]
             # Log-probs shaped like the action mask ([B, T−1]), as PolicyModelActor.forward's.
-            out.append(actors.ActorForward(sequences[:, 1:].float(), sequences[:, 0].float()))
+            out.append(step.ActorForward(sequences[:, 1:].float(), sequences[:, 0].float()))
         return out
 
 
@@ -84,7 +84,7 @@ def maker(args: SimpleNamespace, ring: int = 1, tp: int = 1) -> tuple:
     group.duplicate_actors = ring * tp
     handlers = [Rank() for _ in range(args.actor.num_nodes * args.actor.num_gpus_per_node)]
     group._actor_handlers = handlers
-    experience_maker = object.__new__(actors.GTPOExperienceMaker)
+    experience_maker = object.__new__(experience.GTPOExperienceMaker)
     experience_maker.strategy = SimpleNamespace(args=args)
     experience_maker.args = args
     experience_maker.tokenizer = SimpleNamespace(pad_token_id=0)

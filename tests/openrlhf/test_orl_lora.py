@@ -11,7 +11,7 @@ pytest.importorskip("deepspeed")
 
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from gtpo.openrlhf.lora import PeftSync, base_name, is_peft, rollout_parameters  # noqa: E402
+from gtpo.openrlhf.lora import base_name, is_peft, merged_view, rollout_parameters  # noqa: E402
 
 
 def tiny_peft(target_modules="all-linear"):
@@ -48,7 +48,7 @@ def test_rollout_parameters_are_the_merged_model_under_base_names(targets):
 def test_the_trained_weights_are_left_alone_and_the_sync_view_ends_with_the_block():
     model, _ = tiny_peft()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    with PeftSync(model, gather=False):
+    with merged_view(model, gather=False):
         synced = dict(model.named_parameters())
         assert not any("lora_" in n for n in synced)
     after = dict(model.named_parameters())
@@ -76,7 +76,7 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
     from openrlhf.trainer.ray import ppo_actor
     from openrlhf.utils import distributed_util
 
-    from gtpo.openrlhf import actors, lora
+    from gtpo.openrlhf import lora, policy
 
     model, base_names = tiny_peft()
     own = {p.data_ptr() for p in model.parameters()}
@@ -104,7 +104,7 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
             self.reset_prefix_cache = types.SimpleNamespace(remote=lambda: None)
 
     monkeypatch.setattr(lora, "rollout_parameters", watched)
-    monkeypatch.setattr(actors, "rollout_parameters", watched)
+    monkeypatch.setattr(policy, "rollout_parameters", watched)
     monkeypatch.setattr(ray, "get", lambda refs: refs)
     monkeypatch.setattr(torch.distributed, "get_rank", lambda *a: 0)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: None)
@@ -114,7 +114,7 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
         ds=types.SimpleNamespace(zero_stage=2, tensor_parallel_size=1),
         vllm=types.SimpleNamespace(enable_prefix_caching=False, sync_with_ray=False),
     )
-    trainer = actors.GTPOActorPPOTrainer.__new__(actors.GTPOActorPPOTrainer)
+    trainer = policy.GTPOActorPPOTrainer.__new__(policy.GTPOActorPPOTrainer)
     trainer.args, trainer.strategy = args, types.SimpleNamespace(args=args)
     trainer.actor = types.SimpleNamespace(model=types.SimpleNamespace(module=model))
     trainer.use_cuda_ipc, trainer.vllm_engines = False, [Engine()]

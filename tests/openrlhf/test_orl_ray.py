@@ -71,7 +71,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
         # OpenRLHF's own group class; no GPU on this cluster, so 0 GPUs per actor.
         group = RayActorGroup(1, 1, policy_cls, pg=None, num_gpus_per_actor=0)
     assert ppo_actor.PolicyModelActor is not policy_cls  # rebinding undone
-    assert trainer_cls.__ray_actor_class__.__module__ == "gtpo.openrlhf.actors"
+    assert trainer_cls.__ray_actor_class__.__module__ == "gtpo.openrlhf.controller"
     assert issubclass(trainer_cls.__ray_actor_class__, ppo_trainer.PPOTrainer.__ray_actor_class__)
 
     handle = group._actor_handlers[0]
@@ -80,7 +80,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
             lambda self: [f"{c.__module__}.{c.__qualname__}" for c in type(self).__mro__]
         )
     )
-    assert mro[0] == "gtpo.openrlhf.actors.GTPOPolicyModelActor"
+    assert mro[0] == "gtpo.openrlhf.policy.GTPOPolicyModelActor"
     assert "openrlhf.trainer.ray.ppo_actor.PolicyModelActor" in mro
 
     def load_tiny_policy(self):
@@ -94,7 +94,7 @@ def test_policy_workers_run_gtpo_subclass_and_return_entropy(ray_cluster, openrl
 
     assert ray_cluster.get(handle.__ray_call__.remote(load_tiny_policy))
 
-    from gtpo.openrlhf.actors import GTPOExperienceMaker
+    from gtpo.openrlhf.experience import GTPOExperienceMaker
 
     maker = GTPOExperienceMaker(
         group,
@@ -187,7 +187,7 @@ def test_trainer_worker_runs_gtpo_trainer(ray_cluster, openrlhf_args, tmp_path):
             )
         )
     )
-    assert report[0] == "gtpo.openrlhf.actors.GTPOPPOTrainer"
+    assert report[0] == "gtpo.openrlhf.controller.GTPOPPOTrainer"
     assert report[1] == "GTPOExperienceMaker"
     assert report[2] == 0.1
     assert report[3] == 8 * 4 // 32  # OpenRLHF's own dataset set-up ran on the worker

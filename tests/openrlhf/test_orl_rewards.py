@@ -122,8 +122,8 @@ def test_openrlhf_executor_drops_the_reward_when_the_server_is_down():
 
 
 def test_gtpo_executor_stops_instead_of_dropping_the_reward():
-    pytest.importorskip("deepspeed")  # actors.py imports the training side of OpenRLHF
-    from gtpo.openrlhf.actors import RetryingRewardExecutor
+    pytest.importorskip("deepspeed")  # seam.py imports the training side of OpenRLHF
+    from gtpo.openrlhf.rollout_actor import RetryingRewardExecutor
 
     url = dead_url()
     with pytest.raises(RewardServerError, match="did not answer") as error:
@@ -147,7 +147,7 @@ def test_gtpo_executor_shares_the_load_over_every_server(two_servers):
     --reward.remote_url: each server gets half of the requests (each request starts at the next
     server), and every sample gets the reward its text earns."""
     pytest.importorskip("deepspeed")
-    from gtpo.openrlhf.actors import RetryingRewardExecutor
+    from gtpo.openrlhf.rollout_actor import RetryingRewardExecutor
     from gtpo.reward_client import request_count
 
     a, b = two_servers
@@ -187,8 +187,8 @@ def test_the_launcher_hands_the_token_from_its_environment_to_the_rollout_actors
     from openrlhf.trainer.ray import vllm_engine
 
     from gtpo.openrlhf.__main__ import installed
-    from gtpo.openrlhf.actors import RetryingRewardExecutor
     from gtpo.openrlhf.flags import parse_gtpo_flags
+    from gtpo.openrlhf.rollout_actor import RetryingRewardExecutor
 
     monkeypatch.setenv("GTPO_RS_API_TOKEN", "s3cret")  # the launcher's and the server's
     with installed(parse_gtpo_flags([])[0]):

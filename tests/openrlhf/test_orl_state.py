@@ -14,7 +14,7 @@ transformers = pytest.importorskip("transformers")
 
 
 from gtpo import LN2  # noqa: E402
-from gtpo.openrlhf.actors import GTPOPPOTrainer  # noqa: E402
+from gtpo.openrlhf.controller import GTPOPPOTrainer  # noqa: E402
 from gtpo.openrlhf.flags import gtpo_config  # noqa: E402
 from gtpo.openrlhf.resume import CheckpointNotShared  # noqa: E402
 from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor  # noqa: E402

@@ -33,7 +33,7 @@ def bare_actor_trainer(args, actor, backward, cls=None):
     from openrlhf.models import PolicyLoss
 
     if cls is None:
-        from gtpo.openrlhf.actors import GTPOActorPPOTrainer as cls
+        from gtpo.openrlhf.policy import GTPOActorPPOTrainer as cls
     trainer = object.__new__(cls)
     trainer.args = args
     trainer.actor = actor

@@ -1,26 +1,32 @@
 """GTPO inside unmodified OpenRLHF: the `gtpo-openrlhf` launcher and its Ray actor subclasses.
 
 The OpenRLHF release it supports, and everything the adapter knows about that release, is in
-`compat.py`.
+`compat.py`; `seam.py` is the one place that touches OpenRLHF's internals.
 
 Trace of a run (flag → branch → tensor → metric):
 
-- `__main__.py`   `gtpo-openrlhf` / `python -m gtpo.openrlhf`: strips the `--gtpo.*` flags, checks
-                  the installed OpenRLHF (`compat.py`), rebinds OpenRLHF's Ray actor classes to the
-                  subclasses below and runs `openrlhf.cli.train_ppo_ray` as `__main__`.
-- `compat.py`     every fact about the supported OpenRLHF release: version, the internals
-                  overridden, the settings read, the tensor layout; and the start-up check.
-- `flags.py`      the `--gtpo.*` flags on OpenRLHF's command line (GTPOConfig's), the OpenRLHF
-                  settings GTPO refuses and the entropy coefficient (−γ in the penalty form).
-- `actors.py`     Ray actor subclasses: the policy actor also returns each completion's mean
-                  entropy from its experience-time forward; the experience maker weights
-                  OpenRLHF's group advantages; the actor trainer makes the entropy penalty a
-                  per-completion mean (Eq. 7).
-- `advantages.py` A_i ← λ_{i,t} · δ_i · A_i, or λ_{i,t} · δ_i · (A_i − γ⟨H⟩_i) in the advantage
-                  form (Eq. 5-7), on OpenRLHF experiences, from `gtpo.gtpo_terms`.
-- `state.py`      H_ini (measured once, kept in checkpoints) and the entropy-collapse monitor.
+- `__main__.py`   `gtpo-openrlhf` / `python -m gtpo.openrlhf`: takes the `--gtpo.*` flags out,
+                  checks the installed OpenRLHF (`compat.py`), has train_ppo_ray build GTPO's Ray
+                  actors where it builds its own, runs `openrlhf.cli.train_ppo_ray` as `__main__`.
+- `flags.py`      the `--gtpo.*` flags on OpenRLHF's command line (GTPOConfig's) and what GTPO
+                  sets in OpenRLHF's settings (−γ as the entropy coefficient, ...).
+- `checks.py`     every rule a command line must pass, one table, for a run and a dry run alike.
+- `plan.py`       what `--dry-run` prints; `memory.py` the memory per GPU it estimates.
+- `compat.py`     every fact about the supported OpenRLHF release: version, the internals used,
+                  the settings read, the tensor layout; and the start-up check.
+- `seam.py`       OpenRLHF's classes as GTPO extends them, the names GTPO has OpenRLHF build.
+- `controller.py` the single controller: H_ini, the gtpo/* metrics, the rollouts' generator.
+- `experience.py` the experience maker: keeps ⟨H⟩_i, weights OpenRLHF's group advantages.
+- `step.py`       one GTPO step: ⟨H⟩_i, A_i ← λ_{i,t} · δ_i · A_i (or λ_{i,t} · δ_i · (A_i −
+                  γ⟨H⟩_i) in the advantage form), and the entropy weights of Eq. 7.
+- `policy.py`     the policy ranks: the experience forward with ⟨H⟩_i, the training step with
+                  Eq. 7's per-completion entropy (`fused.py`), the weight sync (`lora.py`).
+- `rollout_actor.py` the vLLM rollout actors' retrying reward call (`rewards.py`).
+- `async_training.py` the same under `--train.async_enable`, with policy versions.
+- `state.py`      (gtpo.state) H_ini kept in checkpoints and the entropy-collapse monitor.
 
-Importing this package does not import OpenRLHF; only `actors.py` and `compat.py` do.
+Importing this package does not import OpenRLHF; `seam.py` does (and `compat.py` when it
+checks the install), and so do the modules that extend its classes.
 """
 
 import logging

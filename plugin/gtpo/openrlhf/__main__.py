@@ -3,17 +3,17 @@
     gtpo-openrlhf [--dry-run] [every openrlhf.cli.train_ppo_ray flag] [--gtpo.* flags]
 
 OpenRLHF builds its parser inline under `if __name__ == "__main__"` and parses strictly, so the
-launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3)
-rebinds six names inside OpenRLHF's modules — `hierarchize` (which it imports lazily, to add
-and check the GTPO flags), `PPOTrainer`, `PPOTrainerAsync`, `PolicyModelActor` and
-`RolloutRayActor` (to the Ray actor subclasses of `gtpo.openrlhf.actors` and
-`gtpo.openrlhf.async_training`), and `get_strategy` (to keep the W&B key out of the args it
-prints) — and (4) runs `openrlhf.cli.train_ppo_ray` as `__main__`. No
-OpenRLHF file is modified; the rebinding is undone when training returns.
+launcher (1) takes the `--gtpo.*` flags out of argv, (2) checks the installed OpenRLHF, (3) has
+train_ppo_ray build GTPO's classes where it builds its own (`seam.building`, the names of
+`compat.Built`): `hierarchize` (which it imports lazily) adds and checks the GTPO flags, and
+`PPOTrainer`, `PPOTrainerAsync`, `PolicyModelActor` and `RolloutRayActor` become the Ray actors
+of `controller.py`, `async_training.py`, `policy.py` and `rollout_actor.py` — and (4) runs
+`openrlhf.cli.train_ppo_ray` as `__main__`. No OpenRLHF file is modified; the names are put
+back when training returns.
 
 `--dry-run` runs the same command line up to the first call `train(args)` makes once Ray is up
 (`compat.DRY_RUN_STOP`), with Ray reported as already running so none starts: OpenRLHF's parser
-and its own checks, every GTPO refusal and OpenRLHF's layout rules (`plan.layout_refusals`) have
+and its own checks and every rule of `checks.RULES` (GTPO's refusals, OpenRLHF's layout rules) have
 run by then. It prints the plan (`plan.render`) and exits 0, or exits 2 listing every refusal.
 """
 
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import logging
 import runpy
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,29 +64,6 @@ def _stop(args: Any) -> None:
     raise DryRunStop(args)
 
 
-def _hiding_the_wandb_key(get_strategy: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """OpenRLHF's get_strategy, whose strategy prints its first message (train(args) prints the
-    whole args right after getting it, into the driver's log that Ray keeps with the job) with
-    the W&B key, which this launcher may have set from WANDB_API_KEY, written as ``***``."""
-
-    def get_strategy_hiding_the_key(args: Any) -> Any:
-        strategy = get_strategy(args)
-        key = compat.WANDB_KEY.get(args)
-        if not key:
-            return strategy
-
-        def print_hiding_the_key(*message: Any) -> None:
-            # The class's own print again from now on: the strategy then goes to Ray's actors
-            # as OpenRLHF built it.
-            del strategy.print
-            strategy.print(*(str(part).replace(key, "***") for part in message))
-
-        strategy.print = print_hiding_the_key
-        return strategy
-
-    return get_strategy_hiding_the_key
-
-
 @contextmanager
 def installed(
     gtpo_flags: argparse.Namespace,
@@ -95,25 +71,21 @@ def installed(
     checked: Checked | None = None,
     dry_run: bool = False,
 ) -> Iterator[None]:
-    """Rebind OpenRLHF's hierarchize and Ray actor classes for the duration.
+    """While the block runs, train_ppo_ray builds GTPO's classes where it builds its own.
 
-    `gtpo_flags` is the flat namespace of `parse_gtpo_flags` (dests like "gtpo.gamma"); the
-    wrapped hierarchize merges it into OpenRLHF's flat namespace so OpenRLHF's own hierarchize
-    nests it as args.gtpo, then `flags.configure` refuses contradicting settings and sets what
-    GTPO owns (−γ, and the loss aggregation unless `openrlhf_argv` names it).
-    PPOTrainer, PolicyModelActor and the vLLM RolloutRayActor become GTPO's subclasses; the
+    `gtpo_flags` is the namespace of `parse_gtpo_flags` (dests like "gtpo.gamma"); the wrapped
+    hierarchize merges it into OpenRLHF's flat namespace so OpenRLHF's own hierarchize nests it
+    as args.gtpo, then `flags.configure` refuses contradicting settings and sets what GTPO owns
+    (−γ, and the loss aggregation unless `openrlhf_argv` names it). PPOTrainer,
+    PPOTrainerAsync, PolicyModelActor and the vLLM RolloutRayActor become GTPO's Ray actors; the
     rollout actor is handed --gtpo.reward_timeout and the reward server's token from this
-    process's environment (create_vllm_engines builds its arguments).
-    get_strategy hides the W&B key in the args train(args) prints. The names replaced are
-    `compat.REBOUND`; with `dry_run` get_strategy is `compat.DRY_RUN_STOP` (raises DryRunStop),
-    and `compat.DRY_RUN_NO_RAY` is replaced too. `checked` receives the config and what it
-    changed.
+    process's environment (create_vllm_engines builds its arguments). With `dry_run`
+    get_strategy raises DryRunStop and Ray reports itself as running (`compat.DRY_RUN_STOP`,
+    `compat.DRY_RUN_NO_RAY`). `checked` receives the config and what it changed.
     """
-    from gtpo.openrlhf import actors, async_training
+    from gtpo.openrlhf import async_training, controller, policy, rollout_actor, seam
 
-    rebound = [*compat.REBOUND, *((compat.DRY_RUN_NO_RAY,) if dry_run else ())]
-    modules = {name: importlib.import_module(module) for module, name in rebound}
-    original_hierarchize = modules["hierarchize"].hierarchize
+    original_hierarchize = seam.resolve(compat.HIERARCHIZE)
     checked = checked if checked is not None else Checked()
 
     def hierarchize(args: argparse.Namespace):
@@ -129,28 +101,20 @@ def installed(
 
     # Checked with the other settings inside hierarchize; read unchecked here.
     reward_timeout = namespace_values(gtpo_flags)["reward_timeout"]
-    replacements = {
-        "hierarchize": hierarchize,
-        "PPOTrainer": actors.GTPOPPOTrainerActor,
-        "PPOTrainerAsync": async_training.GTPOPPOTrainerAsyncActor,
-        "PolicyModelActor": actors.GTPOPolicyModelRayActor,
-        "RolloutRayActor": actors.WithArguments(
-            actors.GTPORolloutRayActor, reward_timeout=reward_timeout, reward_token=reward_token()
-        ),
-    }
-    get_strategy = modules[compat.GET_STRATEGY[1]].get_strategy
-    replacements[compat.GET_STRATEGY[1]] = _hiding_the_wandb_key(get_strategy)
+    rollout = seam.WithArguments(
+        rollout_actor.GTPORolloutRemote, reward_timeout=reward_timeout, reward_token=reward_token()
+    )
+    builds = [
+        (compat.HIERARCHIZE, hierarchize),
+        (compat.TRAINER, controller.GTPOPPOTrainerRemote),
+        (compat.ASYNC_TRAINER_ACTOR, async_training.GTPOPPOTrainerAsyncRemote),
+        (compat.POLICY_ACTOR, policy.GTPOPolicyModelRemote),
+        (compat.ROLLOUT_ACTOR, rollout),
+    ]
     if dry_run:
-        replacements[compat.DRY_RUN_STOP[1]] = _stop
-        replacements[compat.DRY_RUN_NO_RAY[1]] = lambda: True
-    saved = [(modules[name], name, getattr(modules[name], name)) for name in replacements]
-    for name, value in replacements.items():
-        setattr(modules[name], name, value)
-    try:
+        builds += [(compat.DRY_RUN_STOP, _stop), (compat.DRY_RUN_NO_RAY, lambda: True)]
+    with seam.building(*builds):
         yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

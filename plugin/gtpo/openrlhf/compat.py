@@ -1,16 +1,21 @@
-"""Every fact about the OpenRLHF release the adapter is written against, in one place.
+"""Every fact about the OpenRLHF release the adapter is written against, in one place; `seam`
+is the one module that uses them (and the only one, with this, that imports OpenRLHF).
 
-Supporting another release means editing this module and tests/openrlhf/test_orl_compat.py:
+Supporting another release means editing this module, `seam.py` and
+tests/openrlhf/test_orl_compat.py:
 
 - the release: `MINIMUM`, `BELOW`, `CHECKED`, `PIN` (and pyproject.toml's openrlhf extra);
-- the internals the adapter subclasses, overrides or calls (`REQUIRED`, checked at start-up;
-  a test checks that every method the subclasses in `actors.py` override is listed here);
-- the names the launcher rebinds in `train_ppo_ray` (`LAUNCH_MODULE`, `LAUNCH_IMPORTS`,
-  `REBOUND`);
+- the internals the adapter extends, overrides, calls or reads: `REQUIRED` (names in OpenRLHF's
+  modules), `INSTANCE` (attributes OpenRLHF's objects set on themselves), the `Built` names
+  OpenRLHF builds its helpers by, which GTPO rebinds while OpenRLHF builds (`seam.building`),
+  and `LAUNCH_IMPORTS` (how train_ppo_ray reads the names the launcher rebinds). All of them
+  are checked at start-up (`check_openrlhf`); tests check that every method GTPO's subclasses
+  override and every attribute they read is declared here;
 - the command line: each train_ppo_ray setting the adapter reads or sets, as an `Arg` (its path
   in the hierarchized args, its flag), and the values it compares them with;
 - the tensor layout of an `Experience` and of the actor's forward (`completion_ids`,
-  `action_positions`, `first_action_value`, `forward_logits`).
+  `action_positions`, `first_action_value`, `forward_logits`), and a probe of OpenRLHF's
+  behaviour on a toy rollout at start-up (`check_behaviour`).
 
 Nothing here imports OpenRLHF at import time; `check_openrlhf` does, to check the install.
 
@@ -27,10 +32,13 @@ predicts sequences[:, t+1]; OpenRLHF keeps the last A = action_mask.shape[1] of 
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import functools
 import importlib
 import importlib.util
 import inspect
+import textwrap
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -63,32 +71,39 @@ def release(version: str) -> tuple[int, ...]:
     return Version(version).release[:3]
 
 
-# --- internals the adapter overrides or calls ---------------------------------------------
+# --- internals the adapter extends, calls or reads ------------------------------------------
 
-# module -> dotted attributes that must exist in it.
+# module -> dotted names that must exist in it: the classes `seam` hands the adapter to extend,
+# the methods it overrides or calls, the functions it calls, the class-level attributes it reads.
 REQUIRED: dict[str, tuple[str, ...]] = {
     "openrlhf.utils.config": ("hierarchize",),
+    "openrlhf.utils": ("get_strategy",),
     "openrlhf.utils.distributed_util": ("torch_dist_barrier_and_cuda_sync",),
+    "openrlhf.utils.logging_utils": ("init_logger",),
     "openrlhf.trainer.ppo_trainer": (
         "PPOTrainer.__ray_actor_class__",
         "PPOTrainer._default_options",
+        "PPOTrainer.__ray_actor_class__.fit",
+        "BasePPOTrainer",
         "BasePPOTrainer.train_step",
         "BasePPOTrainer.init_checkpoint_states",
         "BasePPOTrainer.save_logs_and_checkpoints",
         "BasePPOTrainer.save_best_checkpoint",
-        "PPOTrainer.__ray_actor_class__.fit",
         "BasePPOTrainer.broadcast_to_vllm",
         "prepare_datasets",
     ),
     "openrlhf.trainer.ppo_trainer_async": (
         "PPOTrainerAsync.__ray_actor_class__",
         "PPOTrainerAsync._default_options",
+        "TrainingActor.__ray_actor_class__",
         "TrainingActor.__ray_actor_class__.broadcast_to_vllm",
         "TrainingActor._default_options",
+        "GenerateSamplesActor.__ray_actor_class__",
         "GenerateSamplesActor.__ray_actor_class__.fit",
         "GenerateSamplesActor._default_options",
     ),
     "openrlhf.trainer.ppo_utils.experience_maker": (
+        "RemoteExperienceMaker",
         "RemoteExperienceMaker.make_experience",
         "RemoteExperienceMaker.compute_advantages_and_returns",
         "RemoteExperienceMaker._dispatch_forward",
@@ -96,23 +111,34 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "RemoteExperienceMaker.split_rollout_samples",
     ),
     "openrlhf.trainer.ppo_utils.samples_generator": (
+        "SamplesGenerator",
         "SamplesGenerator._generate_vllm",
         "SamplesGenerator.generate_samples",
     ),
+    "openrlhf.trainer.ray.launcher": (
+        "RayActorGroup.async_run_method",
+        "RayActorGroup.async_run_method_batch",
+    ),
     "openrlhf.trainer.ray.vllm_engine": (
         "RolloutRayActor.__ray_actor_class__",
+        "RolloutRayActor._default_options",
         "create_vllm_engines",
         "batch_vllm_engine_call",
     ),
     "openrlhf.utils.agent": (
+        "SingleTurnAgentExecutor",
         "SingleTurnAgentExecutor.execute",
         "SingleTurnAgentExecutor._fetch_rewards_via_http",
     ),
     "openrlhf.trainer.ppo_utils.experience": (
         "Experience.sequences",
         "Experience.action_mask",
+        "Experience.attention_mask",
         "Experience.advantages",
         "Experience.index",
+        "Experience.info",
+        "Experience.prompts",
+        "Experience.mm_train_inputs",
     ),
     "openrlhf.trainer.ray.ppo_actor": (
         "PolicyModelActor.__ray_actor_class__",
@@ -120,14 +146,104 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "PolicyModelActor.__ray_actor_class__.init_model_from_pretrained",
         "PolicyModelActor.__ray_actor_class__.forward",
         "PolicyModelActor.__ray_actor_class__.get_checkpoint_states",
+        "PolicyModelActor.__ray_actor_class__.empty_cache",
+        "ActorPPOTrainer",
         "ActorPPOTrainer.training_step",
         "ActorPPOTrainer.broadcast_to_vllm",
         "merge_mm_train_inputs",
     ),
+    "openrlhf.utils.deepspeed": ("DeepspeedStrategy.ring_attn_group",),
     "openrlhf.utils.loss_utils": ("get_loss_batch_info",),
     "openrlhf.models.ring_attn_utils": ("gather_and_pad_tensor", "unpad_and_slice_tensor"),
-    "openrlhf.models": ("Actor.forward",),
+    "openrlhf.models": ("Actor", "Actor.forward"),
 }
+
+# (module, class) -> the attributes the adapter reads on its instances that the class (or an
+# OpenRLHF base) sets in its methods, `self.name = …`, rather than on the class. The start-up
+# check finds each assignment in OpenRLHF's source.
+INSTANCE: dict[tuple[str, str], tuple[str, ...]] = {
+    ("openrlhf.trainer.ray.ppo_actor", "ActorPPOTrainer"): (
+        "actor", "args", "strategy", "replay_buffer", "use_cuda_ipc", "vllm_engines",
+        "_model_update_group",
+    ),
+    ("openrlhf.trainer.ray.ppo_actor", "PolicyModelActor.__ray_actor_class__"): (
+        "actor", "strategy",
+    ),
+    ("openrlhf.trainer.ppo_utils.experience_maker", "RemoteExperienceMaker"): (
+        "actor_model_group", "args", "strategy",
+    ),
+    ("openrlhf.trainer.ppo_trainer", "BasePPOTrainer"): (
+        "args", "actor_model_group", "experience_maker",
+    ),
+    ("openrlhf.trainer.ppo_trainer", "PPOTrainer.__ray_actor_class__"): (
+        "samples_generator", "prompts_dataloader", "generate_kwargs",
+    ),
+    ("openrlhf.trainer.ppo_trainer_async", "GenerateSamplesActor.__ray_actor_class__"): (
+        "args", "samples_generator", "prompts_dataloader", "generate_kwargs",
+    ),
+    ("openrlhf.trainer.ppo_utils.samples_generator", "SamplesGenerator"): (
+        "args", "vllm_engines", "prompts_dataloader",
+    ),
+    ("openrlhf.utils.agent", "SingleTurnAgentExecutor"): ("reward_endpoints", "reward_func"),
+    ("openrlhf.models", "Actor"): ("model", "packing_samples"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Built:
+    """A class OpenRLHF builds by its module-level `name` inside `builder` (a dotted path in
+    `module`): while that function runs, `seam.building` makes the name GTPO's class, so
+    OpenRLHF builds GTPO's subclass where it would build its own."""
+
+    module: str
+    name: str
+    builder: str
+
+
+# The policy actor's trainer (the training step, the weight sync).
+ACTOR_TRAINER = Built(
+    "openrlhf.trainer.ray.ppo_actor", "ActorPPOTrainer",
+    "PolicyModelActor.__ray_actor_class__.init_model_from_pretrained",
+)  # fmt: skip
+# The controller's experience maker (the synchronous trainer's and the async TrainingActor's).
+EXPERIENCE_MAKER = Built(
+    "openrlhf.trainer.ppo_trainer", "RemoteExperienceMaker", "BasePPOTrainer.__init__"
+)
+# The rollouts' generator, in the synchronous trainer and in the async generator actor.
+SAMPLES_GENERATOR = Built(
+    "openrlhf.trainer.ppo_trainer", "SamplesGenerator", "PPOTrainer.__ray_actor_class__.__init__"
+)
+ASYNC_SAMPLES_GENERATOR = Built(
+    "openrlhf.trainer.ppo_trainer_async", "SamplesGenerator",
+    "GenerateSamplesActor.__ray_actor_class__.__init__",
+)  # fmt: skip
+# The async trainer's two actors.
+ASYNC_GENERATOR = Built(
+    "openrlhf.trainer.ppo_trainer_async", "GenerateSamplesActor",
+    "PPOTrainerAsync.__ray_actor_class__.__init__",
+)  # fmt: skip
+ASYNC_TRAINER = Built(
+    "openrlhf.trainer.ppo_trainer_async", "TrainingActor",
+    "PPOTrainerAsync.__ray_actor_class__.__init__",
+)  # fmt: skip
+# A rollout actor's reward call.
+REWARD_EXECUTOR = Built(
+    "openrlhf.trainer.ray.vllm_engine", "SingleTurnAgentExecutor",
+    "RolloutRayActor.__ray_actor_class__.__init__",
+)  # fmt: skip
+# What train_ppo_ray builds: the synchronous or async trainer, the policy actors and (through
+# create_vllm_engines) the rollout actors; and the hierarchize it reads its flags with.
+TRAINER = Built("openrlhf.trainer.ppo_trainer", "PPOTrainer", "")
+ASYNC_TRAINER_ACTOR = Built("openrlhf.trainer.ppo_trainer_async", "PPOTrainerAsync", "")
+POLICY_ACTOR = Built("openrlhf.trainer.ray.ppo_actor", "PolicyModelActor", "")
+ROLLOUT_ACTOR = Built("openrlhf.trainer.ray.vllm_engine", "RolloutRayActor", "create_vllm_engines")
+HIERARCHIZE = Built("openrlhf.utils.config", "hierarchize", "")
+
+BUILT = (
+    ACTOR_TRAINER, EXPERIENCE_MAKER, SAMPLES_GENERATOR, ASYNC_SAMPLES_GENERATOR, ASYNC_GENERATOR,
+    ASYNC_TRAINER, REWARD_EXECUTOR, TRAINER, ASYNC_TRAINER_ACTOR, POLICY_ACTOR, ROLLOUT_ACTOR,
+    HIERARCHIZE,
+)  # fmt: skip
 
 # The policy actors' method the experience maker dispatches instead of `forward` (defined by
 # GTPOPolicyModelActor), and the actor-group call OpenRLHF's _dispatch_forward makes after it.
@@ -148,33 +264,23 @@ GLOBAL_BATCH_SIZE = "global_batch_size"
 
 # --- the launcher -------------------------------------------------------------------------
 
-# The launcher rebinds names that train_ppo_ray looks up when it runs; its source must import
-# them this way (it is not imported here: runpy must execute it fresh as __main__).
+# train_ppo_ray's source must import the names the launcher rebinds (TRAINER, POLICY_ACTOR,
+# HIERARCHIZE, ...) this way, so that it reads them when it runs (it is not imported here:
+# runpy must execute it fresh as __main__).
 LAUNCH_MODULE = "openrlhf.cli.train_ppo_ray"
 LAUNCH_IMPORTS = (
     "from openrlhf.utils.config import hierarchize",
     "from openrlhf.utils import get_strategy",
     "from openrlhf.trainer.ray.ppo_actor import PolicyModelActor",
     "from openrlhf.trainer.ppo_trainer import PPOTrainer",
-)
-# train(args)'s first call once Ray is up; it prints the whole args right after
-# (`strategy.print(args)`), so a run wraps it to hide the W&B key in that print.
-GET_STRATEGY = ("openrlhf.utils", "get_strategy")
-# (module, name) the launcher replaces while train_ppo_ray runs, in `installed`'s order.
-REBOUND = (
-    ("openrlhf.utils.config", "hierarchize"),
-    ("openrlhf.trainer.ppo_trainer", "PPOTrainer"),
-    ("openrlhf.trainer.ppo_trainer_async", "PPOTrainerAsync"),
-    ("openrlhf.trainer.ray.ppo_actor", "PolicyModelActor"),
-    ("openrlhf.trainer.ray.vllm_engine", "RolloutRayActor"),
-    GET_STRATEGY,
+    "from openrlhf.trainer.ppo_trainer_async import PPOTrainerAsync",
 )
 
-# `--dry-run` stops train(args) at get_strategy, with `ray.is_initialized` answering True so
-# that train() starts no Ray: every check of the command line, OpenRLHF's own included, has run
-# by then, and nothing has been placed.
-DRY_RUN_STOP = GET_STRATEGY
-DRY_RUN_NO_RAY = ("ray", "is_initialized")
+# `--dry-run` stops train(args) at get_strategy, its first call once Ray is up, with
+# `ray.is_initialized` answering True so that train() starts no Ray: every check of the command
+# line, OpenRLHF's own included, has run by then, and nothing has been placed.
+DRY_RUN_STOP = Built("openrlhf.utils", "get_strategy", "")
+DRY_RUN_NO_RAY = Built("ray", "is_initialized", "")
 
 # --- the command line ---------------------------------------------------------------------
 
@@ -394,29 +500,100 @@ def _version() -> str:
         ) from exc
 
 
-def _has(obj: object, dotted: str) -> bool:
-    # Dataclass fields with defaults (Experience.index, ...) are class attributes too.
-    for part in dotted.split("."):
-        if not hasattr(obj, part):
+def resolve(module_name: str, dotted: str) -> Any:
+    """`module_name`'s attribute at the dotted path ("PPOTrainer.__ray_actor_class__.fit");
+    raises AttributeError (ImportError for the module) when a part is missing."""
+    return functools.reduce(getattr, dotted.split("."), importlib.import_module(module_name))
+
+
+def _has(module_name: str, dotted: str) -> bool:
+    try:
+        resolve(module_name, dotted)
+    except AttributeError:
+        # A dataclass field without a plain default (Experience.info) is no class attribute.
+        owner, _, name = dotted.rpartition(".")
+        try:
+            cls = resolve(module_name, owner) if owner else None
+        except AttributeError:
             return False
-        obj = getattr(obj, part)
+        return dataclasses.is_dataclass(cls) and name in {f.name for f in dataclasses.fields(cls)}
     return True
+
+
+def _source(obj: Any) -> str:
+    """OpenRLHF's source of a class or function ("" when Python cannot read it)."""
+    try:
+        return textwrap.dedent(inspect.getsource(obj))
+    except (OSError, TypeError):
+        return ""
+
+
+def assigned_attributes(cls: type) -> set[str]:
+    """The attributes `cls` and its OpenRLHF bases set on `self` in their methods."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("openrlhf"):
+            continue
+        for node in ast.walk(ast.parse(_source(klass))):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+                targets = [node.target]
+            else:
+                continue
+            names |= {
+                t.attr
+                for target in targets
+                for t in ast.walk(target)
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                if t.value.id == "self"
+            }
+    return names
+
+
+def _missing_instance_attributes() -> list[str]:
+    missing = []
+    for (module_name, dotted), attributes in INSTANCE.items():
+        if not _has(module_name, dotted):
+            continue  # named by the REQUIRED check
+        cls = resolve(module_name, dotted)
+        assigned = assigned_attributes(cls)
+        missing += [
+            f"{module_name}.{dotted}().{name}"
+            for name in attributes
+            if name not in assigned and not hasattr(cls, name)
+        ]
+    return missing
+
+
+def _missing_built() -> list[str]:
+    """Names OpenRLHF must look up when it builds: each exists, and its builder uses it."""
+    missing = []
+    for built in BUILT:
+        if not _has(built.module, built.name):
+            missing.append(f"{built.module}.{built.name}")
+        elif built.builder and _has(built.module, built.builder):
+            if built.name not in _source(resolve(built.module, built.builder)):
+                missing.append(f"{built.module}.{built.builder} building {built.name}")
+        elif built.builder:
+            missing.append(f"{built.module}.{built.builder}")
+    return missing
 
 
 def _missing_internals(version: str) -> list[str]:
     missing: list[str] = []
     for module_name, attributes in REQUIRED.items():
         try:
-            module = importlib.import_module(module_name)
+            importlib.import_module(module_name)
         except ImportError as exc:
             raise OpenRLHFIncompatibleError(
                 f"cannot import {module_name} from OpenRLHF {version}: {exc}. OpenRLHF needs its "
                 "GPU dependencies (vllm, flash_attn, deepspeed) installed."
             ) from exc
-        missing += [f"{module_name}.{a}" for a in attributes if not _has(module, a)]
-    models = importlib.import_module("openrlhf.models")
-    if _has(models, "Actor.forward"):
-        parameters = inspect.signature(models.Actor.forward).parameters
+        missing += [f"{module_name}.{a}" for a in attributes if not _has(module_name, a)]
+    missing += _missing_instance_attributes() + _missing_built()
+    if _has("openrlhf.models", "Actor.forward"):
+        parameters = inspect.signature(resolve("openrlhf.models", "Actor.forward")).parameters
         missing += [
             f"openrlhf.models.Actor.forward({name}=)"
             for name in ACTOR_FORWARD_PARAMETERS
@@ -443,8 +620,9 @@ def check_openrlhf() -> str:
     missing = _missing_internals(version)
     if missing:
         raise OpenRLHFIncompatibleError(
-            f"OpenRLHF {version} lacks internals the GTPO adapter overrides: {', '.join(missing)}. "
-            f"Install openrlhf=={CHECKED}, the version it was checked against."
+            f"OpenRLHF {version} lacks internals the GTPO adapter extends, calls or reads: "
+            f"{', '.join(missing)}. The adapter expects OpenRLHF {CHECKED}: install "
+            f"openrlhf=={CHECKED}, the version it was checked against."
         )
     return version
 
@@ -532,53 +710,3 @@ def _probe(args: Any) -> list[str]:
                     f"each action token ({ADVANTAGE_ESTIMATOR.get(probe)})"
                 )
     return problems
-
-
-def stream_to_engines(trainer: Any, weights: Any, count: int) -> None:
-    """OpenRLHF 0.11.2's `ActorPPOTrainer.broadcast_to_vllm` (its broadcast path: NCCL, gloo or
-    Ray collectives), fed `count` (name, tensor) pairs one at a time: each is sent, and dropped
-    before the next is made. OpenRLHF first lists every parameter, which for LoRA's merged
-    copies (`lora.rollout_parameters`) holds a copy of every adapted layer at once.
-
-    Every rank iterates `weights` together (under ZeRO-3 each pair is a gather); rank 0 sends.
-    The last weight is marked `empty_cache`, as OpenRLHF marks it, and the prefix caches are
-    reset around the sync as OpenRLHF resets them.
-    """
-    import deepspeed
-    import ray
-    from openrlhf.utils.distributed_util import torch_dist_barrier_and_cuda_sync
-
-    args = trainer.strategy.args
-    rank0 = torch.distributed.get_rank() == 0
-    resets = []
-    if rank0 and PREFIX_CACHING.get(args):
-        resets = [engine.reset_prefix_cache.remote() for engine in trainer.vllm_engines]
-    torch.cuda.empty_cache()
-    sent = 0
-    for name, weight in weights:
-        sent += 1
-        partitioned = hasattr(weight, "ds_id")  # a ZeRO-3 parameter left as it is
-        with deepspeed.zero.GatheredParameters([weight], enabled=partitioned):
-            if rank0:
-                shape = weight.ds_shape if hasattr(weight, "ds_shape") else weight.shape
-                updates = [
-                    engine.update_weight.remote(
-                        name, dtype=weight.dtype, shape=shape, empty_cache=sent == count
-                    )
-                    for engine in trainer.vllm_engines
-                ]
-                if SYNC_WITH_RAY.get(args):
-                    import ray.util.collective as collective
-
-                    collective.broadcast(weight.data, 0, group_name=trainer._model_update_group)
-                else:
-                    trainer._model_update_group.broadcast(
-                        weight.data, src=0, stream=torch.cuda.current_stream()
-                    )
-                ray.get(updates)
-        del weight
-    if sent != count:
-        raise RuntimeError(f"the weight sync sent {sent} weights, {count} expected")
-    ray.get(resets)
-    torch.cuda.empty_cache()
-    torch_dist_barrier_and_cuda_sync()

@@ -1,5 +1,5 @@
 """OpenRLHF's Actor forward with log-probs and token entropies from one chunked pass over its
-logits (`gtpo.token_logprobs_and_entropy`); importing this module imports OpenRLHF.
+logits (`gtpo.token_logprobs_and_entropy`); importing this module imports OpenRLHF (`seam`).
 
 OpenRLHF's `Actor.forward` computes the log-probs from its fp32 logits and, when asked
 (`return_entropy`, set whenever `--actor.entropy_coef` is), the entropy with `compute_entropy`:
@@ -25,10 +25,9 @@ import inspect
 from typing import Any
 
 import torch
-from openrlhf.models.ring_attn_utils import gather_and_pad_tensor, unpad_and_slice_tensor
 
 from gtpo import token_logprobs_and_entropy
-from gtpo.openrlhf import compat
+from gtpo.openrlhf import compat, seam
 
 
 def fused_logprobs_and_entropy(
@@ -50,12 +49,12 @@ def fused_logprobs_and_entropy(
     batch, seqlen = attention_mask.shape
     # OpenRLHF's own unpadding: the same next-token targets, pad length and indices its forward
     # used (with ring attention it also re-sets the ring parameters to the values they hold).
-    _, _, targets, pad_len, indices = unpad_and_slice_tensor(
+    _, _, targets, pad_len, indices = seam.unpad_and_slice_tensor(
         sequences, attention_mask, ring_attn_group
     )
     logprobs, entropy = token_logprobs_and_entropy(logits, targets)
     return tuple(
-        gather_and_pad_tensor(values, ring_attn_group, pad_len, indices, batch, seqlen)
+        seam.gather_and_pad_tensor(values, ring_attn_group, pad_len, indices, batch, seqlen)
         for values in (logprobs, entropy)
     )
 
@@ -63,7 +62,7 @@ def fused_logprobs_and_entropy(
 class FusedActorForward:
     """While active, `actor`'s forward returns fused log-probs, and its output the token
     entropies (multiplied by `row_scale[i]` on row i when given: Eq. 7's per-completion mean
-    inside OpenRLHF's token-mean entropy term, see `actors.per_completion_entropy_scale`)."""
+    inside OpenRLHF's token-mean entropy term, see `step.entropy_row_weights`)."""
 
     def __init__(self, actor: torch.nn.Module, row_scale: torch.Tensor | None = None) -> None:
         self.actor = actor

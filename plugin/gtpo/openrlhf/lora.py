@@ -9,7 +9,7 @@ is what the sync should send instead: each base weight with its adapters' update
 tensors. The trained model is not modified (no merge and unmerge of the live weights, whose
 bf16 round trip would drift).
 
-The sync streams them (`compat.stream_to_engines`): each merged copy is sent and dropped before
+The sync streams them (`seam.stream_to_engines`): each merged copy is sent and dropped before
 the next is made, so a rank holds one extra layer, not a merged copy of every adapted layer
 (OpenRLHF lists every parameter before it sends the first). `benchmarks/lora_sync_memory.py`
 measures the difference.
@@ -25,6 +25,7 @@ dequant(W_nf4) + B·A·α/r: the model the trainer's forward computes, bf16 roun
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -56,7 +57,7 @@ def rollout_parameters(model: Any, gather: bool) -> Iterator[tuple[str, torch.Te
     """
     import deepspeed
 
-    # The class's method: inside PeftSync the instance's own is this generator.
+    # The class's method: inside merged_view the instance's own is this generator.
     for name, param in type(model).named_parameters(model):
         if any(marker in name for marker in ADAPTER_MARKERS):
             continue
@@ -133,17 +134,11 @@ def _adapter_parameters(layer: Any, adapter: str) -> list[torch.Tensor]:
     return [layer.lora_A[adapter].weight, layer.lora_B[adapter].weight]
 
 
-class PeftSync:
+def merged_view(model: Any, gather: bool) -> AbstractContextManager[None]:
     """Inside the block, the PEFT model's `named_parameters` yields `rollout_parameters`: what
-    OpenRLHF's `broadcast_to_vllm` iterates, unchanged otherwise."""
+    OpenRLHF's own `broadcast_to_vllm` iterates, unchanged otherwise. An attribute of this one
+    model shadows the class's method for the block only (`seam.replaced`)."""
+    from gtpo.openrlhf import seam
 
-    def __init__(self, model: Any, gather: bool) -> None:
-        self.model, self.gather = model, gather
-
-    def __enter__(self) -> None:
-        model, gather = self.model, self.gather
-        # An instance attribute shadows the class method for this one model, for the block only.
-        model.__dict__["named_parameters"] = lambda *_, **__: rollout_parameters(model, gather)
-
-    def __exit__(self, *exc: object) -> None:
-        self.model.__dict__.pop("named_parameters", None)
+    view = lambda *_, **__: rollout_parameters(model, gather)  # noqa: E731 (the method's stand-in)
+    return seam.replaced((model, "named_parameters", view))

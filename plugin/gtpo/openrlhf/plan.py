@@ -1,18 +1,13 @@
-"""The cluster layout of a `gtpo-openrlhf` command: OpenRLHF's own placement rules, checked
-before Ray starts, and the plan `gtpo-openrlhf --dry-run` prints.
+"""The plan `gtpo-openrlhf --dry-run` prints: the cluster layout of a command, how a step's
+samples are split, the memory of a GPU, the reward URLs and what GTPO sets; and what can be read
+about a command without the hub (the rules it must pass are `checks.py`'s).
 
-OpenRLHF 0.11.2 checks part of a command line only inside `train(args)`, after `ray.init` and
-the placement groups (train_ppo_ray.py: the reference model's nodes under colocation, the vLLM
-engines' GPUs under `--train.colocate_all`), and DeepSpeed checks the batch sizes when each
-policy rank starts. `layout_refusals` judges the same rules from the parsed arguments alone,
-so a cluster command is refused on a laptop, naming the flag, instead of after its GPUs were
-allocated. Nothing here starts Ray, loads weights or reaches the hub: a model's config is read
-only from a local directory or the local Hugging Face cache, a dataset only from a local file.
+Nothing here starts Ray, loads weights or reaches the hub: a model's config is read only from a
+local directory or the local Hugging Face cache, a dataset only from a local file.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -57,7 +52,7 @@ def local_model_config(name: str | None) -> dict[str, Any] | None:
     return config.get("text_config", config)  # vision-language models nest the LM's
 
 
-def _local_files(spec: str | None) -> list[Path] | None:
+def local_files(spec: str | None) -> list[Path] | None:
     """The local JSONL files of --data.prompt_dataset (comma-separated, `name@dir` as
     OpenRLHF's blending_datasets reads it); None when any part is not one."""
     if not spec:
@@ -75,7 +70,7 @@ def dataset_prompts(args: Any) -> int | None:
     """How many prompts OpenRLHF's prepare_datasets keeps (each file up to --data.max_samples,
     then the first --data.max_samples of them all), when every dataset is a local JSONL file
     and they are concatenated (no --data.prompt_probs); None otherwise."""
-    files = _local_files(compat.PROMPT_DATASET.get(args))
+    files = local_files(compat.PROMPT_DATASET.get(args))
     if files is None or compat.PROMPT_PROBS.get(args):
         return None
     cap = compat.MAX_SAMPLES.get(args)
@@ -86,7 +81,7 @@ def dataset_prompts(args: Any) -> int | None:
     return min(cap, total)
 
 
-def _first_row(file: Path) -> dict[str, Any] | None:
+def first_row(file: Path) -> dict[str, Any] | None:
     with file.open() as handle:
         for line in handle:
             if line.strip():
@@ -95,150 +90,20 @@ def _first_row(file: Path) -> dict[str, Any] | None:
     return None
 
 
-# --- OpenRLHF's rules, before Ray -----------------------------------------------------------
-
-
-def _this_machine(host: str | None) -> bool:
-    """An address that means the machine it is used on (loopback, or 0.0.0.0 as a target)."""
-    if host is None:
-        return False  # not a URL with a host (OpenRLHF's "agent"): nothing to judge
-    if host == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False  # a host name: whatever it resolves to on each node
-    return address.is_loopback or address.is_unspecified
+# --- the layout ----------------------------------------------------------------------------
 
 
 def _policy_gpus(args: Any) -> tuple[int, int]:
     return compat.ACTOR_NODES.get(args), compat.ACTOR_GPUS_PER_NODE.get(args)
 
 
-def _colocated(args: Any) -> bool:
+def colocated(args: Any) -> bool:
     return bool(compat.COLOCATE_ALL.get(args) or compat.COLOCATE_ACTOR_REF.get(args))
 
 
-def _engines_share_policy_gpus(args: Any) -> bool:
+def engines_share_policy_gpus(args: Any) -> bool:
     # train() hands the engines the policy's placement group only when synchronous.
     return bool(compat.COLOCATE_ALL.get(args) and not compat.ASYNC.get(args))
-
-
-def layout_refusals(args: Any) -> list[str]:
-    """One line per OpenRLHF layout rule the command breaks that OpenRLHF itself would only
-    report after Ray has started (or that fails later still), each naming the flag to change."""
-    problems: list[str] = []
-    nodes, gpus = _policy_gpus(args)
-    ref = (compat.REF_NODES.get(args), compat.REF_GPUS_PER_NODE.get(args))
-    if compat.KL_COEF.get(args) > 0 and _colocated(args) and ref != (nodes, gpus):
-        colocate = (
-            compat.COLOCATE_ALL if compat.COLOCATE_ALL.get(args) else compat.COLOCATE_ACTOR_REF
-        )
-        problems.append(
-            f"{compat.KL_COEF.flag} {compat.KL_COEF.get(args)} starts a reference model, and "
-            f"{colocate.flag} puts it on the policy's GPUs: OpenRLHF asserts, after Ray has "
-            f"started, that it spans the policy's {nodes} node(s) × {gpus} GPUs, but it spans "
-            f"{ref[0]} × {ref[1]} ({compat.REF_NODES.flag}, {compat.REF_GPUS_PER_NODE.flag}; "
-            f"OpenRLHF's defaults are 1 × 8). Pass {compat.REF_NODES.flag} {nodes} "
-            f"{compat.REF_GPUS_PER_NODE.flag} {gpus}."
-        )
-    engines = compat.VLLM_ENGINES.get(args) or 0
-    tp = compat.VLLM_TENSOR_PARALLEL_SIZE.get(args)
-    if engines > 0 and _engines_share_policy_gpus(args) and engines * tp != nodes * gpus:
-        fix = (
-            f"Pass {compat.VLLM_ENGINES.flag} {nodes * gpus // tp}"
-            if nodes * gpus % tp == 0
-            else f"Make {compat.VLLM_TENSOR_PARALLEL_SIZE.flag} divide the {nodes * gpus} GPUs"
-        )
-        problems.append(
-            f"{compat.VLLM_ENGINES.flag} {engines} × {compat.VLLM_TENSOR_PARALLEL_SIZE.flag} {tp} "
-            f"= {engines * tp} GPUs, but {compat.COLOCATE_ALL.flag} puts the engines on the "
-            f"policy's {nodes} × {gpus} = {nodes * gpus} GPUs, one engine GPU on each: OpenRLHF "
-            f"asserts it after Ray has started. {fix}."
-        )
-    loopback = [url for url in _reward_urls(args) if _this_machine(urlsplit(url).hostname)]
-    if nodes > 1 and loopback:
-        problems.append(
-            f"{compat.REMOTE_URL.flag} {','.join(loopback)} is this machine's loopback, but the "
-            f"policy spans {nodes} nodes and the rollout actors post rewards from the node "
-            "each runs on: on the others that address is their own, where no reward server "
-            f"listens. Pass {compat.REMOTE_URL.flag} with an address every node reaches, e.g. "
-            "the head node's, with the server bound to it or to 0.0.0.0."
-        )
-    problems += _batch_refusals(args)
-    problems += _model_refusals(args, engines, tp)
-    problems += _dataset_refusals(args)
-    return problems
-
-
-def _batch_refusals(args: Any) -> list[str]:
-    """DeepSpeed's own rule: train_batch_size == micro_batch × accumulation × data-parallel
-    ranks, with accumulation >= 1 (deepspeed/runtime/config.py `_batch_assertion`, run in each
-    policy rank's deepspeed.initialize). With dynamic batching OpenRLHF sets micro-batch and
-    accumulation to 1 itself and the rule does not apply."""
-    if compat.DYNAMIC_BATCH.get(args):
-        return []
-    batch = compat.TRAIN_BATCH_SIZE.get(args)
-    micro = compat.TRAIN_MICRO_BATCH_SIZE.get(args)
-    ranks = compat.data_parallel_size(args)
-    unit = micro * ranks
-    if batch >= unit and batch % unit == 0:
-        return []
-    below, above = max(unit, batch // unit * unit), max(unit, -(-batch // unit) * unit)
-    suggestion = str(below) if below == above else f"{below} or {above}"
-    return [
-        f"{compat.TRAIN_BATCH_SIZE.flag} {batch} is not a positive multiple of "
-        f"{compat.TRAIN_MICRO_BATCH_SIZE.flag} {micro} × the {ranks} data-parallel ranks = "
-        f"{unit}: DeepSpeed asserts train_batch_size == micro-batch × accumulation steps × "
-        f"ranks when each policy rank starts, after Ray has started. Pass "
-        f"{compat.TRAIN_BATCH_SIZE.flag} {suggestion} (the rollout's samples, "
-        f"{compat.ROLLOUT_BATCH_SIZE.flag} × {compat.GROUP_SIZE.flag}, for one optimizer step "
-        "per rollout), or change the micro-batch."
-    ]
-
-
-def _model_refusals(args: Any, engines: int, tp: int) -> list[str]:
-    """Rules vLLM checks when the engines start, judged from a config already on this machine
-    (refused), and one it may not apply (warned)."""
-    config = local_model_config(compat.MODEL.get(args))
-    if config is None:
-        return []
-    problems = []
-    heads = config.get("num_attention_heads")
-    if engines > 0 and heads and heads % tp:
-        problems.append(
-            f"{compat.VLLM_TENSOR_PARALLEL_SIZE.flag} {tp} does not divide the model's {heads} "
-            "attention heads: vLLM refuses it when each engine starts. Pass a divisor of "
-            f"{heads}."
-        )
-    positions = config.get("max_position_embeddings")
-    max_len = compat.MAX_LEN.get(args)
-    if engines > 0 and positions and max_len > positions and not config.get("rope_scaling"):
-        # A warning, not a refusal: vLLM derives the limit from more than this one field.
-        logger.warning(
-            "%s %d exceeds the model's %d positions (max_position_embeddings): vLLM refuses "
-            "that max_model_len when each engine starts unless the model's rope scaling "
-            "extends it. Pass %s %d or less.",
-            compat.MAX_LEN.flag, max_len, positions, compat.MAX_LEN.flag, positions,
-        )  # fmt: skip
-    return problems
-
-
-def _dataset_refusals(args: Any) -> list[str]:
-    """Keys OpenRLHF's PromptDataset reads from every row, checked on each local file's first
-    row (OpenRLHF would raise a KeyError in the controller, after Ray has started)."""
-    files = _local_files(compat.PROMPT_DATASET.get(args)) or []
-    problems = []
-    for file in files:
-        row = _first_row(file) or {}
-        for key_arg in (compat.INPUT_KEY, compat.LABEL_KEY):
-            key = key_arg.get(args)
-            if key is not None and key not in row:
-                problems.append(
-                    f"{key_arg.flag} {key!r}: the first row of {file} has no such field (it has "
-                    f"{sorted(row)}). Pass {key_arg.flag} with one of them."
-                )
-    return problems
 
 
 # --- memory per GPU (memory.py) -------------------------------------------------------------
@@ -269,11 +134,6 @@ def memory_estimate(args: Any, config: GTPOConfig) -> tuple[memory.GPUMemory | N
     if shape is None or size is None:
         return None, size or 0, source
     return memory.estimate(args, shape, size), size, source
-
-
-def memory_refusals(args: Any, config: GTPOConfig) -> list[str]:
-    estimate, size, source = memory_estimate(args, config)
-    return memory.refusals(args, estimate, size, source) if estimate else []
 
 
 def _memory_rows(args: Any, config: GTPOConfig) -> list[str]:
@@ -334,7 +194,7 @@ def _counts(values: Sequence[int]) -> str:
     )
 
 
-def _reward_urls(args: Any) -> list[str]:
+def reward_urls(args: Any) -> list[str]:
     """--reward.remote_url as a list (OpenRLHF splits the comma-separated flag after parsing)."""
     urls = compat.REMOTE_URL.get(args) or []
     return urls.split(",") if isinstance(urls, str) else list(urls)
@@ -342,7 +202,7 @@ def _reward_urls(args: Any) -> list[str]:
 
 def _reward_lines(args: Any) -> list[str]:
     lines = []
-    for url in _reward_urls(args):
+    for url in reward_urls(args):
         query = parse_qs(urlsplit(url).query)
         response_format = query.get("format", ["the server's default (GTPO_RS_RESPONSE_FORMAT)"])[0]
         shown = url.split("?")[0] + ("?…token hidden" if "token" in query else "")
@@ -371,8 +231,8 @@ def _placement_rows(args: Any) -> list[str]:
     ]
     if compat.KL_COEF.get(args) > 0:
         ref_nodes, ref_gpus = compat.REF_NODES.get(args), compat.REF_GPUS_PER_NODE.get(args)
-        where = "on the policy's GPUs" if _colocated(args) else "on GPUs of its own"
-        total += 0 if _colocated(args) else ref_nodes * ref_gpus
+        where = "on the policy's GPUs" if colocated(args) else "on GPUs of its own"
+        total += 0 if colocated(args) else ref_nodes * ref_gpus
         text = f"{ref_nodes} node(s) × {ref_gpus} GPUs, {where} (KL {compat.KL_COEF.get(args)})"
         rows.append(_row("reference", text))
     else:
@@ -380,7 +240,7 @@ def _placement_rows(args: Any) -> list[str]:
     engines = compat.VLLM_ENGINES.get(args) or 0
     if engines:
         tp = compat.VLLM_TENSOR_PARALLEL_SIZE.get(args)
-        if _engines_share_policy_gpus(args):
+        if engines_share_policy_gpus(args):
             asleep = ", asleep while it trains" if compat.VLLM_SLEEP.get(args) else ""
             where = f"on the policy's GPUs{asleep}"
         else:

@@ -21,7 +21,7 @@ key is, and handed to the rollout actors, which send it as `Authorization: Beare
 `--reward.remote_url` (`?token=`), where the job's command line, Ray's dashboard and the
 server's access log show it.
 
-This module does not import OpenRLHF (the executor subclass lives in `actors.py`).
+This module does not import OpenRLHF (the executor subclass lives in `rollout_actor.py`).
 """
 
 from __future__ import annotations

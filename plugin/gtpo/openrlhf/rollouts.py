@@ -2,7 +2,7 @@
 run that trained on nothing ends with an error.
 
 The launcher refuses settings whose full rollout splits unevenly over the data-parallel ranks
-(`flags._training_split`). Two rollouts have another size at run time:
+(`checks.training_split`). Two rollouts have another size at run time:
 
 - the last one, when the prompt count is not a multiple of --rollout.batch_size (OpenRLHF's
   prompt loader has batch size 1 and keeps the remainder);

@@ -119,7 +119,7 @@ def _record_generated_prompts(samples_generator) -> None:
     samples_generator.SamplesGenerator._generate_vllm = _generate_vllm
 
 
-def _record_synced_weights(actors) -> None:
+def _record_synced_weights(policy) -> None:
     """trainer_weights_<pid>_<n>.pt: on policy rank 0, the weights the n-th sync sent, as the
     trainer held them (gathered under ZeRO-3; with LoRA, GTPO's merged view under the base
     names, `lora.rollout_parameters`), to compare with what each engine then holds. Wraps
@@ -131,7 +131,7 @@ def _record_synced_weights(actors) -> None:
     from gtpo.openrlhf.lora import is_peft, rollout_parameters
 
     capture = os.environ["GTPO_TEST_CAPTURE_DIR"]
-    trainer_class = actors.GTPOActorPPOTrainer
+    trainer_class = policy.GTPOActorPPOTrainer
     broadcast = trainer_class.broadcast_to_vllm
     syncs = itertools.count(1)
 
@@ -315,7 +315,7 @@ if os.environ.get("GTPO_TEST_CAPTURE_DIR"):
     recordings = {
         "openrlhf.trainer.ppo_trainer": _record_train_step_time,
         "openrlhf.trainer.ray.ppo_actor": _record_actor_training,
-        "gtpo.openrlhf.actors": _record_synced_weights,
+        "gtpo.openrlhf.policy": _record_synced_weights,
         "openrlhf.trainer.ppo_utils.experience_maker": _record_experiences,
         "openrlhf.trainer.ppo_utils.samples_generator": _record_generated_prompts,
         "openrlhf.trainer.ray.vllm_engine": _record_engine,

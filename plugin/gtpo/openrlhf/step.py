@@ -1,29 +1,38 @@
-"""GTPO's λ·δ on OpenRLHF's group_norm or dr_grpo advantages (Eq. 5-7), in place on its
-experiences.
+"""One GTPO step in OpenRLHF, in one place: from the experiences' token ids, prompt groups and
+rewards to λ, δ and the entropy weights (Eq. 5-7). No OpenRLHF import: the `Experience` layout
+read here is described in `compat`; the OpenRLHF classes that call this are `experience.py`
+(the controller's experience maker) and `policy.py` (the policy ranks).
 
-Since λ, δ ≥ 0, PPO's clipped surrogate satisfies min(r·λδA, clip(r)·λδA) = λδ·min(r·A,
-clip(r)·A), so multiplying each token's advantage by λ_{i,t}·δ_i turns OpenRLHF's unchanged
-policy loss into the surrogate of Eq. 7. In the advantage form of Eq. 7 the advantage becomes
-λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) (⟨H⟩_i measured at experience time, a number) and OpenRLHF's entropy
-loss stays off (`flags.configure`). λ and δ come from `gtpo.gtpo_terms`, as in every other
-trainer; this module only moves OpenRLHF's micro-batches to the core's layout and back.
+1. Experience time, on each policy rank: OpenRLHF's forward, with each row's mean token
+   entropy ⟨H⟩_i over its action tokens from the same logits (`completion_entropies`, Sec. 4.2).
+2. Experience time, on the controller, after OpenRLHF's group_norm or dr_grpo advantages A_i:
+   `weight_advantages` replaces each A_i by λ_{i,t}·δ_i·A_i (penalty form) or by
+   λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) (advantage form). λ (Eq. 5) compares the completions of one
+   prompt (`index` numbers a prompt's G rows consecutively); δ (Eq. 6) reads ⟨H⟩_i and H_ini.
+   Since λ, δ ≥ 0, PPO's clipped surrogate satisfies min(r·λδA, clip(r)·λδA) = λδ·min(r·A,
+   clip(r)·A), so OpenRLHF's unchanged policy loss becomes the surrogate of Eq. 7.
+3. Training time, on each policy rank (penalty form): OpenRLHF's entropy term is a global token
+   mean, `loss -= aggregate_loss(H) · entropy_coef` with entropy_coef = −γ
+   (`flags.configure`); `entropy_row_weights` scales each row's token entropies so that the
+   same line computes −γ · (1/N) Σ_i ⟨H⟩_i, Eq. 7's per-completion mean.
 
-The `Experience` fields read here are described in `compat` (the OpenRLHF-release facts).
-Micro-batches can straddle prompt groups, and with dynamic batching a micro-batch holds rows
-from anywhere in the rollout, so rows are regrouped by `index`. The controller holds the whole
-rollout (8k completions × 8k tokens is several GB of experiences), so the core's layout is never
-built for all of it at once: whole prompt groups are taken a chunk at a time (about
-`CHUNK_TOKENS` token slots), weighted, and written back before the next chunk.
+λ and δ come from `gtpo.gtpo_terms`, as in every other trainer; step 2 only moves OpenRLHF's
+micro-batches to the core's layout and back. Micro-batches can straddle prompt groups, and with
+dynamic batching a micro-batch holds rows from anywhere in the rollout, so rows are regrouped by
+`index`. The controller holds the whole rollout (8k completions × 8k tokens is several GB of
+experiences), so the core's layout is never built for all of it at once: whole prompt groups
+are taken a chunk at a time (about `CHUNK_TOKENS` token slots), weighted, and written back
+before the next chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
-from gtpo import GTPOConfig, gtpo_terms
+from gtpo import GTPOConfig, completion_entropy, gtpo_terms
 from gtpo.conflict import count_true
 from gtpo.objective import host_metrics, metric_sums
 from gtpo.openrlhf import compat
@@ -32,6 +41,41 @@ CPU = torch.device("cpu")  # the controller's experiences live on the CPU (make_
 # Token slots ([rows, longest completion]) of one chunk of prompt groups: its ids, mask and λ
 # take about 13 bytes a slot, ~50 MB here.
 CHUNK_TOKENS = 1 << 22
+
+
+class ActorForward(NamedTuple):
+    """What a policy rank's experience forward returns for one micro-batch (step 1)."""
+
+    action_log_probs: torch.Tensor  # [B, A], exactly what PolicyModelActor.forward returns
+    completion_entropy: torch.Tensor  # [B], ⟨H⟩_i over each row's action tokens
+
+
+def completion_entropies(token_entropy: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
+    """⟨H⟩_i (Sec. 4.2, Eq. 6): each row's mean entropy over its action tokens. [B].
+
+    `token_entropy` is the actor's per-position entropy, [B, T−1] or [B, T] (position t predicts
+    sequences[:, t+1]); its last A = action_mask.shape[1] positions are the action positions, as
+    OpenRLHF aligns its log-probs."""
+    return completion_entropy(token_entropy[:, -action_mask.shape[1] :], action_mask.bool())
+
+
+def entropy_row_weights(
+    action_mask: torch.Tensor, batch_num_tokens: Any, global_batch_size: Any
+) -> torch.Tensor:
+    """Row weights w_i that turn OpenRLHF's token-mean entropy into Eq. 7's completion mean. [B].
+
+    OpenRLHF's entropy term is aggregate_loss(H) = Σ_{i,t} H_{i,t} / n_tokens · dp (a global
+    token mean). Eq. 7 penalises (1/N) Σ_i ⟨H⟩_i with ⟨H⟩_i = Σ_t H_{i,t} / |o_i|. With
+    w_i = n_tokens / (N · |o_i|), Σ_{i,t} w_i H_{i,t} / n_tokens = Σ_i ⟨H⟩_i / N, where N and
+    n_tokens are the global sample and token counts OpenRLHF normalises the loss with
+    (`get_loss_batch_info`).
+    """
+    tokens = action_mask.sum(dim=-1).clamp(min=1).float()
+    batch_num_tokens = torch.as_tensor(batch_num_tokens, dtype=torch.float32, device=tokens.device)
+    global_batch_size = torch.as_tensor(
+        global_batch_size, dtype=torch.float32, device=tokens.device
+    )
+    return batch_num_tokens / (global_batch_size * tokens)
 
 
 def _global_order(experiences: Sequence[Any], group_size: int) -> list[torch.Tensor]:

@@ -1,0 +1,208 @@
+"""The one seam between GTPO and OpenRLHF's internals (importing this module imports OpenRLHF).
+
+Every class GTPO extends, every function it calls and every name it rebinds is taken from here;
+`compat` declares each of them (with the instance attributes the adapter reads) and checks them
+at start-up against the installed release. The rest of the adapter reads like plain subclasses
+of the classes below, and never imports OpenRLHF itself.
+
+- The classes, as GTPO extends them: a Ray actor's own class (`__ray_actor_class__`), and
+  OpenRLHF's private steps that GTPO overrides or calls under public names (`with_public_steps`).
+- `building`: OpenRLHF builds its helpers by their module-level names (`ActorPPOTrainer(...)`,
+  `SamplesGenerator(...)`, ...); while one of GTPO's constructors runs OpenRLHF's, the name is
+  GTPO's subclass (`compat.Built`), so OpenRLHF builds GTPO's object where it built its own. No
+  object changes class afterwards and no method is patched on an instance.
+- `replaced`: names rebound for a block and put back after it (the launcher's, a model's view).
+- `remote`: a GTPO actor class as a Ray actor, with the resources OpenRLHF declared on its own;
+  `WithArguments`: such a class built by OpenRLHF with keyword arguments of GTPO's added.
+- `stream_to_engines`: OpenRLHF's weight-sync loop, one weight at a time (LoRA's merged copies).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import ray
+import torch
+from openrlhf.models.ring_attn_utils import gather_and_pad_tensor, unpad_and_slice_tensor
+from openrlhf.trainer import ppo_trainer, ppo_trainer_async
+from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator as _SamplesGenerator
+from openrlhf.trainer.ray import ppo_actor, vllm_engine
+from openrlhf.trainer.ray.vllm_engine import batch_vllm_engine_call
+from openrlhf.utils import distributed_util
+from openrlhf.utils.agent import SingleTurnAgentExecutor
+from openrlhf.utils.logging_utils import init_logger
+from openrlhf.utils.loss_utils import get_loss_batch_info
+
+from gtpo.openrlhf import compat
+
+__all__ = [
+    "ActorPPOTrainer", "BasePPOTrainer", "ExperienceMaker", "GenerateSamplesActor",
+    "PPOTrainer", "PPOTrainerAsync", "PolicyModelActor", "RewardExecutor", "RolloutRayActor",
+    "SamplesGenerator", "TrainingActor", "WithArguments", "batch_vllm_engine_call", "building",
+    "gather_and_pad_tensor", "get_loss_batch_info", "init_logger", "merge_mm_train_inputs",
+    "remote", "replaced", "resolve", "stream_to_engines", "unpad_and_slice_tensor",
+]  # fmt: skip
+
+
+def with_public_steps(base: type, name: str, **steps: str) -> type:
+    """`base` with each of its private methods `steps[public]` reachable as `public`: a subclass
+    overrides `public` and calls `super().public(...)` for OpenRLHF's own step, and OpenRLHF's
+    code, which calls the private name, reaches the override."""
+
+    def forwarding(public: str) -> Any:
+        return lambda self, *args, **kwargs: getattr(self, public)(*args, **kwargs)
+
+    namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": name, "steps": steps}
+    for public, private in steps.items():
+        # OpenRLHF's step, looked up when called (a wrapper set on OpenRLHF's class counts).
+        namespace[public] = lambda self, *a, _private=private, **k: getattr(base, _private)(
+            self, *a, **k
+        )
+        namespace[private] = forwarding(public)
+    return type(name, (base,), namespace)
+
+
+# --- the classes GTPO extends -----------------------------------------------------------------
+
+PolicyModelActor = ppo_actor.PolicyModelActor.__ray_actor_class__
+ActorPPOTrainer = ppo_actor.ActorPPOTrainer
+merge_mm_train_inputs = ppo_actor.merge_mm_train_inputs
+BasePPOTrainer = ppo_trainer.BasePPOTrainer
+PPOTrainer = ppo_trainer.PPOTrainer.__ray_actor_class__
+PPOTrainerAsync = ppo_trainer_async.PPOTrainerAsync.__ray_actor_class__
+TrainingActor = ppo_trainer_async.TrainingActor.__ray_actor_class__
+GenerateSamplesActor = ppo_trainer_async.GenerateSamplesActor.__ray_actor_class__
+RolloutRayActor = vllm_engine.RolloutRayActor.__ray_actor_class__
+ExperienceMaker = with_public_steps(
+    RemoteExperienceMaker, "ExperienceMaker",
+    dispatch_forward="_dispatch_forward", flatten_results="_flatten_results",
+)  # fmt: skip
+SamplesGenerator = with_public_steps(
+    _SamplesGenerator, "SamplesGenerator", generate_vllm="_generate_vllm"
+)
+RewardExecutor = with_public_steps(
+    SingleTurnAgentExecutor, "RewardExecutor", fetch_rewards_via_http="_fetch_rewards_via_http"
+)
+
+# OpenRLHF's Ray actor classes (their resource options) behind the classes above.
+_REMOTE = {
+    PolicyModelActor: ppo_actor.PolicyModelActor,
+    PPOTrainer: ppo_trainer.PPOTrainer,
+    PPOTrainerAsync: ppo_trainer_async.PPOTrainerAsync,
+    TrainingActor: ppo_trainer_async.TrainingActor,
+    GenerateSamplesActor: ppo_trainer_async.GenerateSamplesActor,
+    RolloutRayActor: vllm_engine.RolloutRayActor,
+}
+
+
+def remote(cls: type) -> Any:
+    """ray.remote(cls) with the resource options OpenRLHF declared on the actor class `cls`
+    extends."""
+    original = next(_REMOTE[base] for base in cls.__mro__ if base in _REMOTE)
+    options = dict(getattr(original, "_default_options", None) or {})
+    return ray.remote(**options)(cls) if options else ray.remote(cls)
+
+
+class WithArguments:
+    """A remote actor class whose `.remote(...)` (and `.options(...).remote(...)`) also passes
+    `extra` keyword arguments: what GTPO builds in place of an OpenRLHF actor class that
+    OpenRLHF constructs itself, with arguments it builds itself (create_vllm_engines'
+    RolloutRayActor gets --gtpo.reward_timeout; the async trainer's actors their handles)."""
+
+    def __init__(self, remote_class: Any, **extra: Any) -> None:
+        self.remote_class = remote_class
+        self.extra = extra
+
+    def remote(self, *args: Any, **kwargs: Any) -> Any:
+        return self.remote_class.remote(*args, **self.extra, **kwargs)
+
+    def options(self, **options: Any) -> WithArguments:
+        return WithArguments(self.remote_class.options(**options), **self.extra)
+
+
+# --- rebinding ------------------------------------------------------------------------------
+
+_ABSENT = object()
+
+
+@contextmanager
+def replaced(*bindings: tuple[Any, str, Any]) -> Iterator[None]:
+    """Each (target, name, value) set for the block, then put back: a module's global as it
+    was, an object's own attribute removed again (the class's shows through as before)."""
+    saved = [(target, name, vars(target).get(name, _ABSENT)) for target, name, _ in bindings]
+    for target, name, value in bindings:
+        setattr(target, name, value)
+    try:
+        yield
+    finally:
+        for target, name, value in reversed(saved):
+            if value is _ABSENT:
+                delattr(target, name)
+            else:
+                setattr(target, name, value)
+
+
+def resolve(built: compat.Built) -> Any:
+    """What OpenRLHF's module holds under a `compat.Built` name now."""
+    return getattr(importlib.import_module(built.module), built.name)
+
+
+def building(*builds: tuple[compat.Built, Any]) -> AbstractContextManager[None]:
+    """While the block runs, each `compat.Built` name is GTPO's class (or factory, or function):
+    OpenRLHF builds (or calls) GTPO's where it would its own."""
+    return replaced(*((importlib.import_module(b.module), b.name, cls) for b, cls in builds))
+
+
+# --- the weight sync ---------------------------------------------------------------------------
+
+
+def stream_to_engines(trainer: Any, weights: Any, count: int) -> None:
+    """OpenRLHF 0.11.2's `ActorPPOTrainer.broadcast_to_vllm` (its broadcast path: NCCL, gloo or
+    Ray collectives), fed `count` (name, tensor) pairs one at a time: each is sent, and dropped
+    before the next is made. OpenRLHF first lists every parameter, which for LoRA's merged
+    copies (`lora.rollout_parameters`) holds a copy of every adapted layer at once.
+
+    Every rank iterates `weights` together (under ZeRO-3 each pair is a gather); rank 0 sends.
+    The last weight is marked `empty_cache`, as OpenRLHF marks it, and the prefix caches are
+    reset around the sync as OpenRLHF resets them.
+    """
+    import deepspeed
+
+    args = trainer.strategy.args
+    rank0 = torch.distributed.get_rank() == 0
+    resets = []
+    if rank0 and compat.PREFIX_CACHING.get(args):
+        resets = [engine.reset_prefix_cache.remote() for engine in trainer.vllm_engines]
+    torch.cuda.empty_cache()
+    sent = 0
+    for name, weight in weights:
+        sent += 1
+        partitioned = hasattr(weight, "ds_id")  # a ZeRO-3 parameter left as it is
+        with deepspeed.zero.GatheredParameters([weight], enabled=partitioned):
+            if rank0:
+                shape = weight.ds_shape if hasattr(weight, "ds_shape") else weight.shape
+                updates = [
+                    engine.update_weight.remote(
+                        name, dtype=weight.dtype, shape=shape, empty_cache=sent == count
+                    )
+                    for engine in trainer.vllm_engines
+                ]
+                if compat.SYNC_WITH_RAY.get(args):
+                    import ray.util.collective as collective
+
+                    collective.broadcast(weight.data, 0, group_name=trainer._model_update_group)
+                else:
+                    trainer._model_update_group.broadcast(
+                        weight.data, src=0, stream=torch.cuda.current_stream()
+                    )
+                ray.get(updates)
+        del weight
+    if sent != count:
+        raise RuntimeError(f"the weight sync sent {sent} weights, {count} expected")
+    ray.get(resets)
+    torch.cuda.empty_cache()
+    distributed_util.torch_dist_barrier_and_cuda_sync()
