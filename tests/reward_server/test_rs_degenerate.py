@@ -21,9 +21,11 @@ from reward_server.verify import Verifier
 
 R = "<reasoning>\nwork\n</reasoning>\n"
 # Each degenerate run is this long: the patterns that were quadratic took 3-4 s at 12,000
-# characters and would take a minute here; linear reading takes milliseconds.
+# characters and 20 s here; linear reading takes milliseconds.
 N = 48_000
-# Generous for a busy machine: the slowest case below takes about 50 ms on a quiet one.
+# CPU seconds, not wall time (a process that waits for a CPU on a busy machine uses none: one
+# run beside two CPU-bound processes stalled 4 s of wall time on a case that costs 12 ms):
+# the slowest case below uses about 50 ms of CPU.
 BOUND_S = 1.5
 
 
@@ -54,9 +56,9 @@ def test_degenerate_runs_are_scored_in_linear_time(run: str) -> None:
     scorer = Scorer(Settings(verify_workers=1), Verifier(None))
     slow = []
     for name, (response, fmt, label) in _shapes(run * (N // len(run))).items():
-        start = time.perf_counter()
+        start = time.process_time()
         item = _score(scorer, response, fmt, label)
-        seconds = time.perf_counter() - start
+        seconds = time.process_time() - start
         assert item.reward == item.format_score + item.accuracy_score
         if seconds > BOUND_S:
             slow.append(f"{name}: {seconds:.2f} s")
@@ -67,12 +69,12 @@ def test_the_probes_answers_are_read_as_before_but_at_once() -> None:
     """The issue's probe: an answer of a box, 12,000 spaces, then another box."""
     scorer = Scorer(Settings(verify_workers=1), Verifier(None))
     spaces = " " * 12_000
-    start = time.perf_counter()
+    start = time.process_time()
     between = _score(
         scorer, R + f"<answer>\\boxed{{1}}{spaces}x\\boxed{{2}}</answer>", "paper", "2"
     )
     boxed = _score(scorer, f"w \\boxed{{1}}{spaces}x\\boxed{{2}}", "boxed", "2")
-    assert time.perf_counter() - start < BOUND_S
+    assert time.process_time() - start < BOUND_S
     assert between.accuracy_score == boxed.accuracy_score == 0.0
     # A box with a long run of blanks inside is still its value; one before the box changes
     # nothing either (the run is shortened, not refused).
@@ -82,11 +84,12 @@ def test_the_probes_answers_are_read_as_before_but_at_once() -> None:
 
 
 def test_repeated_end_tokens_are_stripped_in_linear_time() -> None:
-    # 4 MB of "</s>": one copy of the text per token took 1.1 s for 800 KB (quadratic).
-    start = time.perf_counter()
+    # 4 MB of "</s>": one copy of the text per token took 1.1 s for 800 KB and 40 s here
+    # (quadratic); one walk back takes 0.4 s of CPU.
+    start = time.process_time()
     assert strip_end_tokens("42" + "</s>" * 1_000_000 + " \n") == "42"
     assert strip_end_tokens("42" + "<pad>\n</s>" * 100_000, ["<my_eos>"]) == "42"
-    assert time.perf_counter() - start < BOUND_S
+    assert time.process_time() - start < 5.0
 
 
 @pytest.mark.parametrize(("where", "reason"), [("answer", "answer"), ("label", "reference")])
