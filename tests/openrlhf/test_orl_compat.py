@@ -98,7 +98,8 @@ def _openrlhf(cls: type) -> bool:
 
 def _openrlhf_names(base: type, name: str) -> str:
     """The OpenRLHF method behind `name` on `base` (a seam class's public step: its private)."""
-    return {p: q for c in base.__mro__ for p, q in vars(c).get("steps", {}).items()}.get(name, name)
+    steps = {p: q for c in base.__mro__ for p, q in vars(c).get("public_steps", {}).items()}
+    return steps.get(name, name)
 
 
 def test_every_openrlhf_method_the_adapter_overrides_is_declared_in_compat():

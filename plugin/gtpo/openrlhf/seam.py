@@ -53,15 +53,16 @@ def with_public_steps(base: type, name: str, **steps: str) -> type:
     overrides `public` and calls `super().public(...)` for OpenRLHF's own step, and OpenRLHF's
     code, which calls the private name, reaches the override."""
 
-    def forwarding(public: str) -> Any:
+    def forwarding(public: str) -> Any:  # OpenRLHF's call of the private name
         return lambda self, *args, **kwargs: getattr(self, public)(*args, **kwargs)
 
-    namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": name, "steps": steps}
+    def openrlhfs(private: str) -> Any:  # looked up when called: a wrapper set later counts
+        return lambda self, *args, **kwargs: getattr(base, private)(self, *args, **kwargs)
+
+    namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": name}
+    namespace["public_steps"] = steps  # public name -> OpenRLHF's private one
     for public, private in steps.items():
-        # OpenRLHF's step, looked up when called (a wrapper set on OpenRLHF's class counts).
-        namespace[public] = lambda self, *a, _private=private, **k: getattr(base, _private)(
-            self, *a, **k
-        )
+        namespace[public] = openrlhfs(private)
         namespace[private] = forwarding(public)
     return type(name, (base,), namespace)
 
