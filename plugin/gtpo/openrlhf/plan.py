@@ -9,7 +9,6 @@ local directory or the local Hugging Face cache, a dataset only from a local fil
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +17,6 @@ from urllib.parse import parse_qs, urlsplit
 
 from gtpo.config import GTPOConfig, flag
 from gtpo.openrlhf import compat, memory
-
-logger = logging.getLogger(__name__)
 
 
 # --- what can be read without the hub -------------------------------------------------------
