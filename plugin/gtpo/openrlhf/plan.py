@@ -18,7 +18,6 @@ from urllib.parse import parse_qs, urlsplit
 from gtpo.config import GTPOConfig, flag
 from gtpo.openrlhf import compat, memory
 
-
 # --- what can be read without the hub -------------------------------------------------------
 
 
