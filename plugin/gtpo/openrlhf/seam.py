@@ -12,7 +12,9 @@ of the classes below, and never imports OpenRLHF itself.
   GTPO's subclass (`compat.Built`), so OpenRLHF builds GTPO's object where it built its own. No
   object changes class afterwards and no method is patched on an instance.
 - `replaced`: names rebound for a block and put back after it (the launcher's, a model's view).
-- `remote`: a GTPO actor class as a Ray actor, with the resources OpenRLHF declared on its own;
+- `remote`: a GTPO actor class as a Ray actor, with the resources OpenRLHF declared on its own
+  and each method it inherits from OpenRLHF reached through GTPO's class, so that the actor's
+  process runs OpenRLHF's real method, not a pickled copy;
   `WithArguments`: such a class built by OpenRLHF with keyword arguments of GTPO's added.
 - `stream_to_engines`: OpenRLHF's weight-sync loop, one weight at a time (LoRA's merged copies).
 """
@@ -20,6 +22,8 @@ of the classes below, and never imports OpenRLHF itself.
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -102,10 +106,63 @@ _REMOTE = {
 
 def remote(cls: type) -> Any:
     """ray.remote(cls) with the resource options OpenRLHF declared on the actor class `cls`
-    extends."""
+    extends, and every method `cls` inherits from OpenRLHF reached through `cls` itself
+    (`_importable_methods`)."""
     original = next(_REMOTE[base] for base in cls.__mro__ if base in _REMOTE)
     options = dict(getattr(original, "_default_options", None) or {})
+    _importable_methods(cls)
     return ray.remote(**options)(cls) if options else ray.remote(cls)
+
+
+def _importable(function: Any) -> bool:
+    """Whether pickle finds `function` by its module and qualified name (cloudpickle then sends
+    the name, not the code)."""
+    found: Any = sys.modules.get(function.__module__)
+    for part in function.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is function
+
+
+def _importable_methods(cls: type) -> None:
+    """Gives `cls` a method of its own under the name of each method it inherits that pickle
+    cannot find by name, one that calls the inherited method through `super(cls, self)`.
+
+    Why: Ray wraps every method of an actor class, inherited ones too, and pickles the wrappers
+    with the methods they wrap. An OpenRLHF actor's methods cannot be found by name (its module
+    holds Ray's ActorClass under the class's name), so each travels by value, with a copy of its
+    class and of the module names it reads. In the actor's process, such a copy's zero-argument
+    super() refuses the real object (TrainingActor.broadcast_to_vllm: "super(type, obj): obj
+    must be an instance or subtype of type"), and it would not see a name `building` rebinds.
+    The method set here is found by name, so the actor runs OpenRLHF's real method."""
+    for name, method in inspect.getmembers(cls, inspect.isfunction):
+        owner = next(base for base in cls.__mro__ if name in vars(base))
+        wrapped_by_ray = not (
+            isinstance(vars(owner)[name], (staticmethod, classmethod))
+            or inspect.isgeneratorfunction(method)
+            or inspect.isasyncgenfunction(method)
+            or name == "__del__"
+        )
+        if owner is not cls and wrapped_by_ray and not _importable(method):
+            setattr(cls, name, _through_super(cls, name, method))
+
+
+def _through_super(cls: type, name: str, method: Any) -> Any:
+    """`method`, inherited by `cls`, called through `super(cls, self)` by a function pickle
+    finds as `cls.<name>`; Ray reads its signature and its ray.method options."""
+
+    def inherited(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(super(cls, self), name)(*args, **kwargs)
+
+    if inspect.iscoroutinefunction(method):
+
+        async def inherited(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return await getattr(super(cls, self), name)(*args, **kwargs)
+
+    inherited.__dict__.update(vars(method))
+    inherited.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
+    inherited.__name__, inherited.__doc__ = name, method.__doc__
+    inherited.__module__, inherited.__qualname__ = cls.__module__, f"{cls.__qualname__}.{name}"
+    return inherited
 
 
 class WithArguments:
