@@ -106,12 +106,12 @@ _REMOTE = {
 
 def remote(cls: type) -> Any:
     """ray.remote(cls) with the resource options OpenRLHF declared on the actor class `cls`
-    extends, and every method `cls` inherits from OpenRLHF reached through `cls` itself
-    (`_importable_methods`)."""
+    extends; the actor runs `cls` with each method it inherits from OpenRLHF reached through
+    `cls` (`_with_inherited_methods_by_name`)."""
     original = next(_REMOTE[base] for base in cls.__mro__ if base in _REMOTE)
     options = dict(getattr(original, "_default_options", None) or {})
-    _importable_methods(cls)
-    return ray.remote(**options)(cls) if options else ray.remote(cls)
+    actor = _with_inherited_methods_by_name(cls)
+    return ray.remote(**options)(actor) if options else ray.remote(actor)
 
 
 def _importable(function: Any) -> bool:
@@ -123,9 +123,9 @@ def _importable(function: Any) -> bool:
     return found is function
 
 
-def _importable_methods(cls: type) -> None:
-    """Gives `cls` a method of its own under the name of each method it inherits that pickle
-    cannot find by name, one that calls the inherited method through `super(cls, self)`.
+def _with_inherited_methods_by_name(cls: type) -> type:
+    """`cls`, under its own name, with a method of its own for each method `cls` inherits that
+    pickle cannot find by name: one that calls the inherited method through `super(cls, self)`.
 
     Why: Ray wraps every method of an actor class, inherited ones too, and pickles the wrappers
     with the methods they wrap. An OpenRLHF actor's methods cannot be found by name (its module
@@ -133,7 +133,8 @@ def _importable_methods(cls: type) -> None:
     class and of the module names it reads. In the actor's process, such a copy's zero-argument
     super() refuses the real object (TrainingActor.broadcast_to_vllm: "super(type, obj): obj
     must be an instance or subtype of type"), and it would not see a name `building` rebinds.
-    The method set here is found by name, so the actor runs OpenRLHF's real method."""
+    Each method made here travels with `cls` by name, so the actor runs OpenRLHF's own."""
+    inherited = {}
     for name, method in inspect.getmembers(cls, inspect.isfunction):
         owner = next(base for base in cls.__mro__ if name in vars(base))
         wrapped_by_ray = not (
@@ -142,13 +143,15 @@ def _importable_methods(cls: type) -> None:
             or inspect.isasyncgenfunction(method)
             or name == "__del__"
         )
-        if owner is not cls and wrapped_by_ray and not _importable(method):
-            setattr(cls, name, _through_super(cls, name, method))
+        if wrapped_by_ray and not _importable(method):
+            inherited[name] = _through_super(cls, name, method)
+    names = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+    return type(cls.__name__, (cls,), {**names, **inherited})
 
 
 def _through_super(cls: type, name: str, method: Any) -> Any:
-    """`method`, inherited by `cls`, called through `super(cls, self)` by a function pickle
-    finds as `cls.<name>`; Ray reads its signature and its ray.method options."""
+    """`method`, inherited by `cls`, called through `super(cls, self)`; Ray reads its signature
+    and its ray.method options."""
 
     def inherited(self: Any, *args: Any, **kwargs: Any) -> Any:
         return getattr(super(cls, self), name)(*args, **kwargs)
@@ -161,7 +164,6 @@ def _through_super(cls: type, name: str, method: Any) -> Any:
     inherited.__dict__.update(vars(method))
     inherited.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
     inherited.__name__, inherited.__doc__ = name, method.__doc__
-    inherited.__module__, inherited.__qualname__ = cls.__module__, f"{cls.__qualname__}.{name}"
     return inherited
 
 
