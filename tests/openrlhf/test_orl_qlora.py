@@ -47,9 +47,14 @@ QLORA = [
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 GREEDY_PROMPTS = 6
 GREEDY_TOKENS = 24
-# vLLM computes in bf16: fed the same ids, transformers' float32 logit of each token vLLM chose
-# is within this of its top one (0.51 at most in four runs; 3.7 to 7.3 on the wrong weights).
-GREEDY_MARGIN = 1.0
+# vLLM computes in bf16: fed the same ids, transformers' float32 logit of a token vLLM chose sits
+# below its top one by a gap, averaged over the 144 tokens of a sync. On the weights vLLM was
+# sent that mean is at most this fraction of the mean on the unquantized checkpoint (the
+# control: NF4's error, about 9% of each weight, added back). Measured in two runs, two syncs
+# each: 0.001-0.015 against 0.155-0.214 (at most 0.10 of the control); at least this share of
+# vLLM's tokens is also transformers' top token (0.965-0.993 there, 0.83-0.85 on the control).
+GREEDY_MEAN_GAP_OF_CONTROL = 0.25
+GREEDY_TOP_SHARE = 0.9
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +186,14 @@ def test_every_sync_gives_vllm_the_dequantized_base_with_the_adapters_merged(qlo
 def test_vllms_greedy_after_each_sync_is_transformers_on_the_merged_weights(qlora):
     """Right after each sync, vLLM's greedy continuations of 6 prompts (24 tokens each) are what
     transformers computes on the recomputed dequantized, merged weights (rounded to bf16, as
-    sent; float32 arithmetic): fed the same ids, every token vLLM chose is transformers' top
-    token or within GREEDY_MARGIN of its logit, so where transformers' own greedy generation
-    parts from vLLM's it does so at a near-tie. Exact equality of every continuation does not
-    hold, as vLLM computes in bf16: in four runs 6 to 8 of the 12 were identical, and the
-    largest gap was 0.51. The check tells weights apart: on the unquantized checkpoint (NF4's
-    error, about 9% of each weight, added back) the largest gap was 3.7 to 7.3. (The adapters'
+    sent; float32 arithmetic): fed the same ids, nearly every token vLLM chose is transformers'
+    top token, and the mean gap between transformers' top logit and that of vLLM's token is a
+    small fraction of the same mean on the unquantized checkpoint. Exact equality does not hold,
+    as vLLM computes in bf16: in four runs 6 to 8 of the 12 continuations were identical and the
+    largest single gap was 0.51, and in two more one token of 144 had a gap of 1.74 and 1.80
+    (mean 0.015 in both; 0.20 and 0.155 on the unquantized checkpoint, whose largest gap was
+    2.85 to 7.3): a bound on the largest gap alone fails on one bf16 outlier, the mean over a
+    sync does not. (The adapters'
     own effect after two steps is below what it resolves: without them the largest gap was 0.5
     to 1.04; the previous test checks them weight by weight.)"""
     from transformers import AutoModelForCausalLM
@@ -200,8 +207,8 @@ def test_vllms_greedy_after_each_sync_is_transformers_on_the_merged_weights(qlor
     model = AutoModelForCausalLM.from_pretrained(qlora.model, dtype=torch.float32).eval()
     unquantized = {k: v.to(torch.bfloat16).float() for k, v in model.state_dict().items()}
 
-    def largest_gap(weights: dict, n: int) -> float:
-        """The largest gap, over sync n's continuations, between transformers' top logit and
+    def gaps(weights: dict, n: int) -> torch.Tensor:
+        """For each token of sync n's continuations, the gap between transformers' top logit and
         its logit of the token vLLM chose, on `weights`. One forward of the continuations,
         left-padded, positions counted from each row's first token."""
         _, unexpected = model.load_state_dict(weights, strict=False)
@@ -215,18 +222,21 @@ def test_vllms_greedy_after_each_sync_is_transformers_on_the_merged_weights(qlor
             logits = model(
                 ids, attention_mask=mask, position_ids=positions, logits_to_keep=longest + 1
             ).logits
-        gaps = []
+        found = []
         for k, row in enumerate(logits):
             engine = greedy[n][k]
             assert engine, (n, k)
             scores = row[-len(engine) - 1 : -1]  # position t scores token t + 1
             chosen = scores.gather(1, torch.tensor(engine)[:, None])[:, 0]
-            gaps.append(float((scores.max(dim=1).values - chosen).max()))
-        return max(gaps)
+            found.append(scores.max(dim=1).values - chosen)
+        return torch.cat(found)
 
     for n, raw in enumerate(raw_states(qlora), 1):
         merged = {
             k: v.to(torch.bfloat16).float() for k, v in merged_weights(raw, ALPHA / RANK).items()
         }
-        assert largest_gap(merged, n) <= GREEDY_MARGIN, n
-    assert largest_gap(unquantized, STEPS) > GREEDY_MARGIN
+        sent, control = gaps(merged, n), gaps(unquantized, n)
+        assert float(sent.mean()) <= GREEDY_MEAN_GAP_OF_CONTROL * float(control.mean()), (
+            n, float(sent.mean()), float(control.mean()),
+        )  # fmt: skip
+        assert float((sent == 0).float().mean()) >= GREEDY_TOP_SHARE, (n, sent.tolist())
