@@ -231,11 +231,8 @@ VARIANTS = {
         [],
         3,
     ),
-    "colocate-all-sleep": (
-        {},
-        ["--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep"],
-        1,
-    ),
+    # (The colocated layout with sleep mode: every documented command runs it, in the slow
+    # stage's docs run, tests/documented.)
     "grpo-reference-kl": (
         {
             "--gtpo.algo": "grpo",

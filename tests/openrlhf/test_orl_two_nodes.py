@@ -250,9 +250,9 @@ WANDB_KEY = "wandb-key-only-the-head-has"
 def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
     """The documented steps on two nodes of one logical GPU each: `ray job submit` from the
     worker node to the head's job server, the head given the W&B key before `ray start --head`.
-    Policy ranks, colocated vLLM engines (the stand-in) and the reference model on both nodes,
-    the reward server on the head, checkpoints on storage both nodes share; a resume from it,
-    and the GRPO baseline with KL."""
+    Policy ranks and colocated vLLM engines (the stand-in) on both nodes, the reward server on
+    the head. (The page's own block runs as written in two namespaces in the docs run,
+    tests/documented; a resume runs on one node there and in test_orl_fit.)"""
     import fit_harness
 
     fixture = fit_harness.build_fixture(tmp_path / "fixture")
@@ -310,22 +310,10 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
                 ["--dry-run", *arguments("wandb", {}, []), "--logger.wandb.run_name", "two"],
                 tmp_path / "wandb-dry-run.log",
             )  # fmt: skip
-            gtpo, gtpo_actors = run("gtpo", {"--ckpt.save_steps": "2"}, [])
-            resumed, _ = run(
-                "resumed", {"--ckpt.path": str(shared / "gtpo" / "ckpt")}, ["--ckpt.load_enable"]
-            )
-            _, grpo_actors = run(
-                "grpo-kl",
-                {"--gtpo.algo": "grpo", "--algo.kl.init_coef": "0.01", "--ref.num_nodes": "2",
-                 "--ref.num_gpus_per_node": "1", "--data.max_samples": "4"},
-                [],
-            )  # fmt: skip
+            gtpo, gtpo_actors = run("gtpo", {}, [])
     assert "W&B           on, run 'two'" in wandb and WANDB_KEY not in wandb
     both = {net.head_ip, net.worker_ip}
     for actor in ("PolicyModelActor", "RolloutActor"):
         assert _nodes_of(actor, gtpo_actors) == both, (actor, gtpo_actors)
-    assert _nodes_of("ReferenceModelActor", grpo_actors) == both, grpo_actors
     assert "Global step 3" in gtpo
-    assert "restored from the checkpoint" in resumed
-    assert "Global step 3" in resumed and "Global step 2" not in resumed
-    assert (shared / "gtpo" / "final").exists() and (shared / "grpo-kl" / "final").exists()
+    assert (shared / "gtpo" / "final").exists()
