@@ -354,6 +354,12 @@ def _local_wheel(edit: Edit, ctx: Context) -> None:
             edit.note(f"{token} → {edit.argv[i]}")
 
 
+def _installing_python(edit: Edit, ctx: Context) -> None:
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if edit.value("--python-version") not in (None, here):
+        edit.set("--python-version", here)
+
+
 BENCHMARK_SIZES = {
     "benchmarks/conflict_masks.py": ["--quick"],
     # Its exit status is its timing target, which a shared CI machine cannot judge: the docs
@@ -445,6 +451,12 @@ SUBSTITUTIONS: tuple[Rule, ...] = (
     Rule("hosts", ("ray start",), "two nodes on one machine share /tmp; no network to wandb.ai",
          _ray_start_hosts),
     Rule("cpu", ("ray start",), "the CPU environment of every Ray worker", _ray_cpu),
+    Rule(
+        "hosts", ("pip download",),
+        "wheels for the machine that installs them: the page names its GPU machine's Python, "
+        "and here this machine stands for it",
+        _installing_python,
+    ),
     Rule("sizes", ("python",), "the benchmark's small settings (no timing target on a shared "
          "CI machine)", _benchmark_sizes),
     Rule(
