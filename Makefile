@@ -4,10 +4,12 @@
 #   make test         the default suite, OpenRLHF's CPU tests included (about 6-7 min, 2 cores)
 #   make test-slow    the slow suites: OpenRLHF's real fit() loop end to end, the real instruct
 #                     model on vLLM's CPU build in OpenRLHF, TRL and gtpo eval, the demo,
-#                     reward-server reliability (about 35 min on 2 cores with bf16 units; the
-#                     first run also JIT-builds DeepSpeed's CPU Adam, about 1-3 min, cached in
+#                     reward-server reliability, and every documented command (about 57 min on
+#                     2 cores with bf16 units, 27 of them the documented commands; the first
+#                     run also JIT-builds DeepSpeed's CPU Adam, about 1-3 min, cached in
 #                     ~/.cache/torch_extensions)
-#   make test-docker  the Docker images and the Compose stack (needs root and dockerd)
+#   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
+#                     5 min)
 #   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)
 #   make lint
 #   make dist         a wheel of this package in dist/ (DIST=...), to install the same build on
