@@ -143,7 +143,7 @@ def _with_inherited_methods_by_name(cls: type) -> type:
             or inspect.isasyncgenfunction(method)
             or name == "__del__"
         )
-        if wrapped_by_ray and not _importable(method):
+        if owner is not cls and wrapped_by_ray and not _importable(method):
             inherited[name] = _through_super(cls, name, method)
     names = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
     return type(cls.__name__, (cls,), {**names, **inherited})
