@@ -350,7 +350,8 @@ def unwrap_math(text: str, *, prose: bool = False, _depth: int = 0) -> str:
         return _unwrap_delims(text)
     group = box_groups(found, text)[-1]
     outside = text[: group[0][0]] + " " + text[group[-1][1] :]
-    if prose or (len(group) == len(found) and _only_wrapping(outside)):
+    alone = len(group) == len(found)
+    if prose or (alone and (_only_wrapping(outside) or _after_working(text, group))):
         if _depth == MAX_BOX_DEPTH:
             return text  # boxes in boxes this deep are no answer: left for the cost guard
         # A box inside a box ("\\boxed{\\boxed{7}}") is unwrapped too; each level is shorter.
@@ -360,6 +361,19 @@ def unwrap_math(text: str, *, prose: bool = False, _depth: int = 0) -> str:
         pieces += [text[pos:start], content]
         pos = end
     return _unwrap_delims("".join([*pieces, text[pos:]]).strip())
+
+
+# Where working ends and a final box begins: a full stop, a colon or a line break.
+_WORKING_END = re.compile(r"[.:\n]\s*\$*\s*$")
+
+
+def _after_working(text: str, group: list[tuple[int, int, str]]) -> bool:
+    """Whether the boxes end the text after working written before them, in sentences of their
+    own ("Step 1: 2+2=4. \\boxed{4}"): the boxes are the answer. A box inside a sentence ("the
+    answer is 10, not \\boxed{9}") or followed by text is not."""
+    after = text[group[-1][1] :]
+    ends_text = after.strip().strip(_WRAPPING_MARKS).strip() == ""
+    return ends_text and _WORKING_END.search(text, 0, group[0][0]) is not None
 
 
 def extract_answer(response: str) -> str | None:

@@ -106,6 +106,7 @@ def canonical(text: str) -> str:
     s = _SPACING.sub(" ", _NEGATIVE_SPACE.sub("", s))
     s = s.replace("\\langle", "(").replace("\\rangle", ")")  # a vector <2, -1> is a tuple
     s = notation.environments(s)
+    s = notation.plain_math(s)
     s = notation.trig_degrees(s)
     s = _DEGREES.sub("", _DEGREES_OF_NUMBER.sub(" degrees", s))
     s = _EMPTY_TEXT.sub("", s)

@@ -71,6 +71,57 @@ def plain_text(s: str) -> str:
     return s
 
 
+# ------------------------------------------------------------------ plain-text notation
+
+# Function names written without a backslash, read as LaTeX's only where a function is applied
+# (a bracket or an exponent follows): "sin(x)", "sin^2(x)", "arccsc(x)"; never a word ("since",
+# "sinx" is a product of letters) nor a unit ("5 sec").
+_FUNCTION_NAMES = (
+    "arcsin|arccos|arctan|arccsc|arcsec|arccot|sinh|cosh|tanh|csch|sech|coth|"
+    "sin|cos|tan|cot|sec|csc|ln|log|exp|sqrt"
+)
+_PLAIN_FUNCTION = re.compile(rf"(?<![A-Za-z\\])({_FUNCTION_NAMES})(?=\s*[(^_])")
+# "pi" spelled out, alone or next to a number or bracket ("2pi", "(x+pi)"), never in a word.
+_PLAIN_PI = re.compile(r"(?<![A-Za-z\\])pi(?![A-Za-z])")
+# An exponent with a unary minus and no braces: "3^-x", "2^-1", "e^-(x+1)", "x^-\pi".
+_NEGATIVE_EXPONENT = re.compile(
+    r"\^\s*-\s*(\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z])|\\[A-Za-z]+|\([^()]*\)|\{[^{}]*\})"
+)
+# \bmod is \mod as a binary operator ("7 \bmod 3").
+_BMOD = re.compile(r"\\bmod(?![A-Za-z])")
+# The hyperbolic reciprocals the LaTeX parser does not know (it reads "\csch(x)" as
+# csc(h(x))): each is one over its reciprocal's function, with the same argument and exponent.
+_HYPERBOLIC_RECIPROCAL = re.compile(
+    r"\\(csch|sech|coth)(?P<power>\s*\^\s*(?:\{[^{}]*\}|-?\d))?\s*"
+    r"(?P<arg>\([^()]*\)|\{[^{}]*\}|\\[A-Za-z]+|[A-Za-z0-9])"
+)
+_RECIPROCAL_OF = {"csch": ("1", "\\sinh"), "sech": ("1", "\\cosh"), "coth": ("\\cosh", "\\sinh")}
+
+
+def _reciprocal(m: re.Match[str]) -> str:
+    numerator, function = _RECIPROCAL_OF[m.group(1)]
+    power, arg = m.group("power") or "", m.group("arg")
+    arg = arg if arg.startswith("(") else f"({arg.strip('{}')})"
+    top = "1" if numerator == "1" else f"{numerator}{power}{arg}"
+    return f"\\frac{{{top}}}{{{function}{power}{arg}}}"
+
+
+def plain_math(s: str) -> str:
+    """Plain-text notation as its LaTeX: ``sin(x + 2pi)`` -> ``\\sin(x + 2\\pi)``, ``3^-x`` ->
+    ``3^{-x}``, ``csch(x)`` -> ``\\frac{1}{\\sinh(x)}``, ``7 \\bmod 3`` -> ``7 \\mod 3``, so that
+    plain text reads into the same values as the LaTeX spelling of it."""
+    if "pi" in s:
+        s = _PLAIN_PI.sub(r"\\pi ", s)
+    s = _PLAIN_FUNCTION.sub(r"\\\1", s)
+    if "^" in s:
+        s = _NEGATIVE_EXPONENT.sub(r"^{-\1}", s)
+    if "\\bmod" in s:
+        s = _BMOD.sub(r"\\mod", s)
+    if "\\csch" in s or "\\sech" in s or "\\coth" in s:
+        s = _HYPERBOLIC_RECIPROCAL.sub(_reciprocal, s)
+    return s
+
+
 # A JSON object with one member: what a model prompted for JSON writes as its answer.
 _FENCE = re.compile(r"^```[A-Za-z]*\s*(.*?)\s*```$", re.DOTALL)
 
@@ -230,6 +281,8 @@ def inequality_interval(s: str) -> str:
     if not re.search(_REL, s):
         return s
     s = _solved_linear(s)
+    if _two_unknowns(s):
+        return s  # "y < x" relates two unknowns: compared as a relation (it is "x > y")
     m = _CHAIN.match(s)
     if m and m.group("a").strip() and m.group("b").strip():
         (lt1, st1), (lt2, st2) = _kind(m.group("r1")), _kind(m.group("r2"))
@@ -248,6 +301,14 @@ def inequality_interval(s: str) -> str:
                 return f"(-\\infty, {b}{')' if strict else ']'}"
             return f"{'(' if strict else '['}{b}, \\infty)"
     return s
+
+
+def _two_unknowns(s: str) -> bool:
+    """Whether an inequality names two of the letters that name unknowns (x, y, z) outside
+    commands (``y < x``, ``x \\le 2y``): no interval of one variable, a relation between two.
+    A bound in another letter is a parameter (``x < a`` is ``(-\\infty, a)``)."""
+    letters = re.findall(r"(?<![A-Za-z\\])[xyz](?![A-Za-z])", re.sub(r"\\[A-Za-z]+", " ", s))
+    return len(set(letters)) > 1
 
 
 # A term of a linear expression: "-3x", "+ \frac{1}{2}x", "x/2", "7".
@@ -334,12 +395,13 @@ def _solved_linear(s: str) -> str:
 # ------------------------------------------------------------------ degrees in trigonometry
 
 _TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
-_DEG_VALUE = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?")
+_DEG_VALUE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degrees?(?![A-Za-z]))")
 
 
 def trig_degrees(s: str) -> str:
-    """Inside an expression with a trigonometric function, ``30^\\circ`` is ``\\pi/6``: the
-    degree sign changes the value there (elsewhere, ``90^\\circ`` is just 90)."""
+    """Inside an expression with a trigonometric function, ``30^\\circ`` (or ``30°``,
+    ``30\\degree``) is ``\\pi/6``: the degree sign changes the value there (elsewhere,
+    ``90^\\circ`` is just 90)."""
     if not _TRIG.search(s):
         return s
     return _DEG_VALUE.sub(lambda m: f"(\\frac{{{m.group(1)}\\pi}}{{180}})", s)

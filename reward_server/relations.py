@@ -84,6 +84,18 @@ def same_quantity(label: str | None, other: str | None) -> bool:
     return key(label) == key(other)
 
 
+def relates_labels(label: str | None, other: str | None, sides: tuple[str, ...]) -> bool:
+    """Whether two equations relate each other's names rather than name a quantity each: one
+    left side (a plain name) occurs on the other's right (``y = x`` and ``x = y``, ``y = 2x``
+    and ``x = \\frac{y}{2}``). Then they are compared as whole relations; ``y = 2x+1`` and
+    ``f(x) = 2x+1`` name the same quantity."""
+    if label is None or other is None or label == other:
+        return False
+    return bool(VARIABLE.fullmatch(label)) and any(
+        re.search(rf"(?<![A-Za-z\\]){re.escape(label)}(?![A-Za-z])", side) for side in sides
+    )
+
+
 _FUNCTIONS = r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|angle|triangle|measuredangle)(?![A-Za-z])"
 # Decorations that turn letters into the name of a quantity: \overline{AB}, \vec{v}, \text{Area}.
 _DECORATED = (

@@ -329,8 +329,32 @@ def refusal(text: str) -> Reason | None:
     return policy.refusal([_word(tokens, i) for i in range(len(tokens))], bound_at_end=True)
 
 
+# A bare value followed by a remark in brackets: "3 (which is 4)", "4 (that's 2^2)".
+_REMARKED_VALUE = re.compile(r"^\s*(?P<value>[^()]+?)\s*\((?P<remark>[^()]*)\)\s*[.!]?\s*$")
+
+
+def _remarked_value(text: str) -> Reading | None:
+    """A value with a remark in brackets after it states that value; a remark that states
+    another value makes two candidates ("3 (which is 4)" claims the 4 it never wrote as its
+    answer). None when ``text`` is no such value and remark."""
+    m = _REMARKED_VALUE.match(text)
+    if m is None or any(g.count("{") != g.count("}") for g in m.groups()):
+        return None  # "0.75 \\text{ (that is, } \\frac{3}{4})": brackets across braces
+    if is_sentence(m.group("value")) or not is_sentence(m.group("remark")):
+        return None
+    remark = read(m.group("remark"))
+    if remark.value is None:
+        return None
+    if not _restatements([m.group("value"), remark.value]):
+        return Reading(None, Reason.SEVERAL_CANDIDATES)
+    return Reading(m.group("value").strip())
+
+
 def read(text: str) -> Reading:
     """The one value ``text`` states (with its unit), or the reason it states none."""
+    remarked = _remarked_value(text)
+    if remarked is not None:
+        return remarked
     tokens = _tokens(text)
     words = [_word(tokens, i) for i in range(len(tokens))]
     refused = policy.refusal(words)

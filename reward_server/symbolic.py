@@ -29,12 +29,18 @@ from sympy import (
     Symbol,
     Tuple,
     UnevaluatedExpr,
+    asin,
+    cancel,
     cos,
     exp,
     simplify,
 )
 from sympy.core.evalf import PrecisionExhausted
-from sympy.functions.elementary.trigonometric import TrigonometricFunction
+from sympy.core.relational import Equality, Relational
+from sympy.functions.elementary.trigonometric import (
+    InverseTrigonometricFunction,
+    TrigonometricFunction,
+)
 
 from reward_server.protocol import Reason
 from reward_server.relations import checked_steps, congruence, congruence_value, split_equation
@@ -114,13 +120,28 @@ _PROBES = tuple(
 _MAX_EXPAND_EXPONENT = 30
 # Two values that differ relatively by more than this differ (double precision suffices).
 _RELATIVE_TOLERANCE = 1e-12
+# Below this, a double-precision difference may be rounding (values near 0): the exact
+# difference decides (``_nonzero``).
+_ROUNDING = 1e-20
 _DIGITS = 30
 
 
-def _plain_expr(e: Basic) -> bool:
-    """A scalar expression that is not a bare symbol: the case where math-verify's comparison is
-    plain mathematical equality (no relation, set, matrix, percentage or text handling)."""
-    return isinstance(e, Expr) and not isinstance(e, Symbol) and not e.has(UnevaluatedExpr)
+def _plain_exprs(gold: Basic, pred: Basic) -> bool:
+    """Two scalar expressions, not both bare symbols: the case where math-verify's comparison is
+    plain mathematical equality (no relation, set, matrix, percentage or text handling). Two
+    bare symbols are names or letters (``A`` against ``a``: math-verify's rules); one against an
+    expression (``x`` against ``\\frac{x(y^2+1)}{y^2+1}``) is an expression like any other."""
+    exprs = all(isinstance(e, Expr) and not e.has(UnevaluatedExpr) for e in (gold, pred))
+    return exprs and not (isinstance(gold, Symbol) and isinstance(pred, Symbol))
+
+
+def _evaluated(e: Basic) -> Basic:
+    """What the parser left unevaluated, evaluated: ``\\sin(7\\pi)`` is 0 and
+    ``\\sin(\\arcsin x)`` is x (exact identities only; the worker's CPU budget bounds it)."""
+    try:
+        return e.doit()
+    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
+        return e
 
 
 def _nonzero(difference: Expr) -> bool:
@@ -150,15 +171,20 @@ def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
       ``\\csc^2 x - 1``, ``\\tan x + \\cot x`` and ``2\\csc 2x``): identities that
       math-verify's own ``simplify`` misses.
     """
-    if not (_plain_expr(gold) and _plain_expr(pred)):
+    if not _plain_exprs(gold, pred):
         return None
     small_powers = all(
         not (p.exp.is_Integer and abs(int(p.exp)) > _MAX_EXPAND_EXPONENT)
         for e in (gold, pred)
         for p in e.atoms(Pow)
     )
-    if small_powers and (gold - pred).expand() == 0:
-        return True
+    if small_powers:
+        gold, pred = _evaluated(gold), _evaluated(pred)
+        difference = gold - pred
+        if difference.expand() == 0:
+            return True
+        if difference.is_rational_function() and cancel(difference) == 0:
+            return True  # a common factor cancels: x against x(y^2+1)/(y^2+1)
     names = sorted({s.name for s in (gold.free_symbols | pred.free_symbols)})
     if len(names) > len(_PROBES[0]):
         return None
@@ -172,14 +198,60 @@ def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
             return None  # not a number at this point (undefined, unevaluated...): no shortcut
         if any(v != v or abs(v) == float("inf") for v in (a.real, a.imag, b.real, b.imag)):
             return None
-        if abs(a - b) > _RELATIVE_TOLERANCE * max(abs(a), abs(b)) or _nonzero(at_gold - at_pred):
+        # A clear difference in double precision, not the rounding of two values near 0
+        # (\\cos\\frac{\\pi}{2} evaluates to about 1e-31, not 0).
+        clear = abs(a - b) > max(_RELATIVE_TOLERANCE * max(abs(a), abs(b)), _ROUNDING)
+        if clear or _nonzero(at_gold - at_pred):
             return False
     difference = gold - pred
     if difference.has(TrigonometricFunction):
         for kind in (cos, exp):
             if simplify(difference.rewrite(kind)) == 0:
                 return True
+    if difference.has(InverseTrigonometricFunction) and simplify(difference.rewrite(asin)) == 0:
+        return True  # \\operatorname{arccsc} x against \\arcsin\\frac{1}{x}
     return None
+
+
+def _zero_form(relation: Relational) -> tuple[Expr, str] | None:
+    """``a op b`` as ``d op' 0`` with op' one of ``=``, ``<``, ``<=`` (``a > b`` is ``b - a <
+    0``), or None for another relation (``\\ne``)."""
+    lhs, rhs = relation.lhs, relation.rhs
+    if not (isinstance(lhs, Expr) and isinstance(rhs, Expr)):
+        return None
+    if isinstance(relation, Equality):
+        return lhs - rhs, "="
+    op = relation.rel_op
+    if op in ("<", "<="):
+        return lhs - rhs, op
+    if op in (">", ">="):
+        return rhs - lhs, "<" if op == ">" else "<="
+    return None
+
+
+def _relation_verdict(gold: Basic, pred: Basic) -> bool | None:
+    """Two equations or inequalities as relations, whichever side a variable is on and whichever
+    way the sign points: ``y = x`` is ``x = y``, ``y < x`` is ``x > y``, ``y = 2x - 5`` is
+    ``\\frac{y+5}{2} = x``. Each is written ``d = 0`` or ``d < 0``; the two are the same
+    relation when one ``d`` is a constant multiple of the other (positive for an inequality).
+    True only then; False when the relations are of different kinds or one is the other
+    reversed; None when the rule does not decide (the multiple is not a constant: math-verify's
+    rules apply)."""
+    if not (isinstance(gold, Relational) and isinstance(pred, Relational)):
+        return None
+    g, p = _zero_form(gold), _zero_form(pred)
+    if g is None or p is None:
+        return None
+    if g[1] != p[1]:
+        return False if "=" in (g[1], p[1]) else None
+    if not (g[0].is_rational_function() and p[0].is_rational_function()) or p[0] == 0:
+        return None
+    ratio = cancel(g[0] / p[0])
+    if ratio.free_symbols or not ratio.is_number or ratio == 0:
+        return None
+    if g[1] == "=":
+        return True
+    return bool(ratio.is_positive)  # a negative multiple is the reversed inequality
 
 
 def _elements_differ(gold: Basic, pred: Basic) -> bool:
@@ -238,6 +310,10 @@ def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
     pred = _parse_latex(answer)
     if not pred:
         return False, Reason.UNPARSABLE_ANSWER
+    if len(gold) == 1 and len(pred) == 1:
+        relation = _relation_verdict(gold[0], pred[0])
+        if relation is not None:
+            return relation, Reason.EQUIVALENT if relation else Reason.NOT_EQUIVALENT
     # Percentages get special rules in math-verify (9% == 9): leave those to it.
     if len(gold) == 1 and len(pred) == 1 and "%" not in answer + reference:
         quick = _quick_verdict(gold[0], pred[0])

@@ -182,8 +182,12 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
         answer = statement(residue)
     if answer.sides is not None and reference.sides is not None:
         if len(answer.sides) == len(reference.sides) == 1:
-            if not relations.same_quantity(answer.label, reference.label):
-                return answer.text, r  # "\cos x = ..." against "\sin x = ...": whole relations
+            if not relations.same_quantity(answer.label, reference.label) or any(
+                relations.relates_labels(x.label, y.label, y.sides)
+                for x, y in ((answer, reference), (reference, answer))
+            ):
+                # "\cos x = ..." against "\sin x = ...", "y = x" against "x = y": whole relations
+                return answer.text, r
             answer, reference = statement(answer.sides[0]), statement(reference.sides[0])
     elif answer.sides is not None:
         steps = relations.checked_steps(list(answer.sides))

@@ -1010,3 +1010,80 @@ PAIRS += [
         ],
     ),
 ]
+
+# ------------------------------------------------- notations from other graders' test suites
+# One kind per rule of the checker that decides the class (the ``why`` names the module).
+PAIRS += [
+    *_group(
+        "plain_text_notation",
+        [
+            ("3^-x", "(1/3)^x", Y, "notation.plain_math: an exponent with a unary minus"),
+            ("2^-1", "\\frac{1}{2}", Y, "notation.plain_math: a number's negative exponent"),
+            ("3^-x", "3^x", N, "notation.plain_math: the minus is kept"),
+            ("csc(x)", "1/sin(x)", Y, "notation.plain_math: a function named without \\"),
+            ("csc(x)", "1/cos(x)", N, "notation.plain_math: another reciprocal"),
+            ("arccsc(x)", "arcsin(1/x)", Y, "symbolic: an inverse function's reciprocal form"),
+            ("csch(x)", "1/sinh(x)", Y, "notation.plain_math: a hyperbolic reciprocal"),
+            ("\\csch(x)", "\\csc(h(x))", N, "notation.plain_math: csch is no csc of h"),
+            ("coth(x)", "cosh(x)/sinh(x)", Y, "notation.plain_math: the hyperbolic cotangent"),
+            ("sin(x + 2pi)", "sin(x)", Y, "notation.plain_math: pi spelled out in a function"),
+            ("sin(x + pi)", "sin(x)", N, "notation.plain_math: half a period changes the sign"),
+            ("sin^2(x)+cos^2(x)", "1", Y, "notation.plain_math: a function's power"),
+            ("sin^2(x)+cos^2(x)", "2", N, "notation.plain_math: the identity's value is 1"),
+            ("2*pi*r", "2\\pi r", Y, "notation.plain_math: pi next to a product sign"),
+            ("x*e^(2*x)+x", "x(e^{2x}+1)", Y, "symbolic: products with * and e^(...)"),
+        ],
+    ),
+    *_group(
+        "symbolic_identities",
+        [
+            ("0", "\\sin(7\\pi)", Y, "symbolic: the parser's unevaluated sine is evaluated"),
+            ("1", "\\sin(7\\pi)", N, "symbolic: its value is 0"),
+            ("x", "x(y^2+1)/(y^2+1)", Y, "symbolic: a common factor cancels"),
+            ("x", "x(y^2+1)/(y^2+2)", N, "symbolic: no common factor"),
+            ("\\sin(\\arcsin x)", "x", Y, "symbolic: an inverse undone"),
+            ("\\sin(\\arcsin x)", "2x", N, "symbolic: the inverse undone is x"),
+            ("0", "\\cos\\frac{\\pi}{2}", Y, "symbolic: a value near 0 in floats is 0 exactly"),
+        ],
+    ),
+    *_group(
+        "relations",
+        [
+            ("y=x", "x=y", Y, "symbolic: the sides of an equation swapped"),
+            ("y=x", "x=2y", N, "symbolic: another line"),
+            ("y<x", "x>y", Y, "symbolic: an inequality read the other way"),
+            ("y<x", "x<y", N, "symbolic: the reversed inequality"),
+            ("y<x", "y \\le x", N, "symbolic: strict is not loose"),
+            ("y=2x-5", "(y+5)/2=x", Y, "symbolic: a linear equation rearranged"),
+            ("y=2x-5", "(y+5)/2=2x", N, "symbolic: another line"),
+            ("2x-y=5", "y=2x-5", Y, "symbolic: the same line, another form"),
+            ("x \\le 2y", "2y \\ge x", Y, "symbolic: a loose inequality read the other way"),
+        ],
+    ),
+    *_group(
+        "degrees_in_trig",
+        [
+            ("\\sin(90°)", "1", Y, "notation.trig_degrees: the degree sign inside a sine"),
+            ("\\cos(60°)", "\\frac{1}{2}", Y, "notation.trig_degrees: of a cosine"),
+            ("\\sin(90°)", "\\sin(90)", N, "notation.trig_degrees: 90 radians differ"),
+        ],
+    ),
+    *_group(
+        "answer_block_text",
+        [
+            ("Step 1: 2+2=4. \\boxed{4}", "4", Y, "extract: working before a final box"),
+            ("Step 1: 2+2=4. \\boxed{5}", "4", N, "extract: the final box is the answer"),
+            ("the answer is 10, not \\boxed{9}", "9", N, "extract: a box inside a sentence"),
+            ("7 \\bmod 3", "1", Y, "notation.plain_math: \\bmod is \\mod"),
+            ("7 \\bmod 3", "2", N, "notation.plain_math: 7 mod 3 is 1"),
+        ],
+    ),
+    *_group(
+        "remarks",
+        [
+            ("3 (which is 4)", "4", N, "sentence: a remark claims a value the answer is not"),
+            ("3 (the answer is 4)", "4", N, "sentence: so does this one"),
+            ("4 (which is 2^2)", "4", Y, "sentence: a remark that restates the value"),
+        ],
+    ),
+]

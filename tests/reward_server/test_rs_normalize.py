@@ -158,7 +158,7 @@ CANONICAL = [
     pytest.param("\\begin{cases}x=1\\\\y=2\\end{cases}", "x=1, y=2", id="environment_system:cases"),
     # "(mod 7)" after a value is a modulus, also once its space is squeezed out
     pytest.param("x \\equiv 3 (mod 7)", "x\\equiv3(mod7)", id="no_product_before_mod:(mod 7)"),
-    pytest.param("x \\equiv 3 (\\bmod 7)", "x\\equiv3(\\bmod7)", id="no_product_before_mod:bmod"),
+    pytest.param("x \\equiv 3 (\\bmod 7)", "x\\equiv3(\\mod7)", id="no_product_before_mod:bmod"),
     # a part label before a bracket labels it
     pytest.param("(a) (1,2) (b) 5", "(a)(1,2), (b)5", id="labelled_parts_bracket:(a) (1,2)"),
 ]
