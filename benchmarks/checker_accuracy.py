@@ -88,7 +88,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 def corpora() -> dict[str, list[Case]]:
-    from reward_server.extract import extract_reference
+    from reward_server.checker.extract import extract_reference
 
     pairs = [
         Case(p.answer, p.reference, p.equal, "labelled pairs", f"[{p.kind}] {p.why}")
@@ -150,7 +150,7 @@ def _full_reward(format_score: float, accuracy_score: float) -> bool:
 
 
 def server_pairs(cases: list[Case]) -> Result:
-    from reward_server.verify import equivalent_inline
+    from reward_server.checker.decide import equivalent_inline
 
     return _timed(lambda c: equivalent_inline(c.answer, c.reference).equal, cases)
 
@@ -158,11 +158,12 @@ def server_pairs(cases: list[Case]) -> Result:
 async def server_completions(cases: list[Case], workers: int, timeout_s: float) -> Result:
     """Whole completions through the service's scorer with a real pool, each in its format;
     ``Case.expected`` is compared with whether the completion is rewarded."""
-    from reward_server.pool import VerifierPool
+    from reward_server.checker.decide import symbolic_equivalent
     from reward_server.protocol import formatted, response_format
-    from reward_server.scoring import Scorer
-    from reward_server.settings import Settings
-    from reward_server.verify import Verifier, symbolic_equivalent
+    from reward_server.service.pool import VerifierPool
+    from reward_server.service.scoring import Scorer
+    from reward_server.service.settings import Settings
+    from reward_server.service.verify import Verifier
 
     settings = Settings(verify_workers=workers, verify_timeout_s=timeout_s)
     pool = VerifierPool(symbolic_equivalent, size=workers, timeout_s=timeout_s)
@@ -205,7 +206,7 @@ async def server_completions(cases: list[Case], workers: int, timeout_s: float) 
 def math_verify_check(case: Case) -> bool:
     from math_verify import parse, verify
 
-    from reward_server.extract import extract_reference
+    from reward_server.checker.extract import extract_reference
 
     if case.corpus == "labelled pairs":
         return bool(verify(parse(f"${case.reference}$"), parse(f"${case.answer}$")))

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reward_s
 import deadline_harness as DEADLINE
 from reliability_harness import start_server, stop_server
 
-from reward_server.pool import WALL_NET_FACTOR
+from reward_server.service.pool import WALL_NET_FACTOR
 
 
 def invariance(env: dict[str, str], clients: int) -> None:

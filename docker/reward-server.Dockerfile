@@ -36,7 +36,7 @@ COPY plugin/ plugin/
 COPY reward_server/ reward_server/
 RUN export PIP_FIND_LINKS="/wheelhouse ${PIP_FIND_LINKS:-}" \
  && /opt/venv/bin/pip install --no-deps . \
- && /opt/venv/bin/python -c "import reward_server.app, uvloop, httptools, math_verify" \
+ && /opt/venv/bin/python -c "import reward_server.service.app, uvloop, httptools, math_verify" \
  && ! /opt/venv/bin/python -c "import torch" 2>/dev/null
 
 FROM ${BASE_IMAGE}
@@ -46,7 +46,7 @@ RUN groupadd --system --gid 10001 gtpo \
       --shell /usr/sbin/nologin gtpo
 COPY --from=build /opt/venv /opt/venv
 LABEL io.gtpo.image=reward-server
-# GTPO_RS_* are the server's settings (reward_server/settings.py). 0.0.0.0 so a published port
+# GTPO_RS_* are the server's settings (reward_server/service/settings.py). 0.0.0.0 so a published port
 # reaches it; WORKERS uvicorn processes, each with VERIFY_WORKERS verification processes
 # (unset: one per core).
 ENV PATH=/opt/venv/bin:$PATH \

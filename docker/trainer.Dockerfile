@@ -49,7 +49,7 @@ COPY reward_server/ reward_server/
 RUN export PIP_FIND_LINKS="/wheelhouse ${PIP_FIND_LINKS:-}" \
  && pip install ".[openrlhf,server]" "openrlhf[vllm]==${OPENRLHF_VERSION}" \
  && for p in openrlhf vllm flash-attn deepspeed ray; do pip show -q "$p" >/dev/null || exit 1; done \
- && python -c "import gtpo.openrlhf.flags, reward_server.app"
+ && python -c "import gtpo.openrlhf.flags, reward_server.service.app"
 # (No import of vllm/flash_attn here: builders often have no GPU driver to load them with.)
 
 COPY docker/trainer-entrypoint.sh /usr/local/bin/gtpo-trainer-entrypoint

@@ -11,9 +11,9 @@ import tempfile
 
 import uvicorn
 
-from reward_server.app import SUPERVISOR_PID
-from reward_server.connections import LimitedHttpProtocol
-from reward_server.settings import Settings
+from reward_server.service.app import SUPERVISOR_PID
+from reward_server.service.connections import LimitedHttpProtocol
+from reward_server.service.settings import Settings
 
 log = logging.getLogger("reward_server")
 
@@ -96,7 +96,7 @@ def loopback(host: str) -> bool:
 def _serve(args: argparse.Namespace) -> None:
     settings = Settings()
     uvicorn.run(
-        "reward_server.app:app_from_env",
+        "reward_server.service.app:app_from_env",
         factory=True,
         host=args.host,
         port=args.port,

@@ -34,7 +34,7 @@ class ResponseFormat:
     """One response format: where a completion's reasoning and its final answer are.
 
     Declared once here and read by the format reward and the answer extraction
-    (``reward_server.format``), the scorer and its reasons, the routes' ``?format=``, the
+    (``reward_server.checker.format``), the scorer and its reasons, the routes' ``?format=``, the
     client, ``gtpo eval`` and the demo.
 
     reasoning: the tags of the reasoning block, or None when the format has none.

@@ -30,11 +30,12 @@ def score_completions(
 ) -> list:
     """The service's scorer over a two-worker verification pool: one result per completion,
     each query being its prompt (when given) and its response."""
-    from reward_server.pool import VerifierPool
+    from reward_server.checker.decide import symbolic_equivalent
     from reward_server.protocol import response_format as profile
-    from reward_server.scoring import Scorer
-    from reward_server.settings import Settings
-    from reward_server.verify import Verifier, symbolic_equivalent
+    from reward_server.service.pool import VerifierPool
+    from reward_server.service.scoring import Scorer
+    from reward_server.service.settings import Settings
+    from reward_server.service.verify import Verifier
 
     queries = (
         responses if prompts is None else [p + r for p, r in zip(prompts, responses, strict=True)]

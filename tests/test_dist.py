@@ -36,7 +36,11 @@ def test_make_dist_builds_the_wheel_the_docs_install(tmp_path):
         names = set(wheel.namelist())
         entry_points = wheel.read(f"gtpo-{version}.dist-info/entry_points.txt").decode()
         metadata = wheel.read(f"gtpo-{version}.dist-info/METADATA").decode()
-    for module in ("gtpo/openrlhf/__main__.py", "gtpo/openrlhf/plan.py", "reward_server/app.py"):
+    for module in (
+        "gtpo/openrlhf/__main__.py",
+        "gtpo/openrlhf/plan.py",
+        "reward_server/service/app.py",
+    ):
         assert module in names, module
     for script in ("gtpo-openrlhf", "gtpo-reward-server", "gtpo ="):
         assert script in entry_points, script

@@ -440,7 +440,8 @@ class RewardClient:
     def verdicts_batch(
         self, queries: Sequence[str], prompts: Sequence[str] | None, labels: Sequence[Any]
     ) -> list[dict[str, Any]]:
-        """One ``/v1/score`` request; the per-item verdicts (see ``reward_server.schemas``)."""
+        """One ``/v1/score`` request; the per-item verdicts (see
+        ``reward_server.service.schemas``)."""
         payload: dict[str, Any] = {"query": list(queries), "labels": list(labels)}
         if prompts is not None:
             payload["prompts"] = list(prompts)

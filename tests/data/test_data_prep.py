@@ -13,7 +13,7 @@ import pytest
 from gtpo.cli import main as gtpo_main
 from gtpo.data import SYSTEM_PROMPT, prepare
 from gtpo.data.sources import MATH_SUBJECTS, last_boxed, math_label
-from reward_server.extract import extract_reference
+from reward_server.checker.extract import extract_reference
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

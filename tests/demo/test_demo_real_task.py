@@ -10,7 +10,7 @@ import re
 import pytest
 
 from gtpo.demo.word_problems import TEMPLATES, make_word_split, word_problem
-from reward_server.extract import answer_block
+from reward_server.checker.extract import answer_block
 
 EQUATION = re.compile(r"\$?(\d+) ([+\-×÷]) \$?(\d+) = \$?(\d+)")
 

@@ -27,8 +27,8 @@ from gtpo.demo.task import (
     style_of,
 )
 from gtpo.demo.tokenizer import EOS, build_tokenizer, check_round_trip
-from reward_server.extract import extract_answer
-from reward_server.format import score_format
+from reward_server.checker.extract import extract_answer
+from reward_server.checker.format import score_format
 
 
 def _problems(n: int, seed: int = 7) -> list[Problem]:

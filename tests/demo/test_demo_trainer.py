@@ -18,8 +18,8 @@ from gtpo.demo.tokenizer import build_tokenizer
 from gtpo.demo.trainer import RLConfig, group_advantages, measure_h_ini, rl_step
 from gtpo.demo.warmstart import warm_start
 from gtpo.reward_client import Rewards
-from reward_server.extract import extract_answer
-from reward_server.format import score_format
+from reward_server.checker.extract import extract_answer
+from reward_server.checker.format import score_format
 
 G = 8
 

@@ -59,7 +59,9 @@ END = "<|im_end|>"
 NONCE = "{nonce}"  # replaced by a per-request token inside the reasoning block
 HANG = "\\gtpohang"  # GTPO_RS_DEBUG_HANG_ANSWER of every test server: a worker given it hangs
 RETRIES_503 = 30  # a request answered 503 (verdict not computed in time) is sent again
-WORKER_NAME = "gtpo-rs-verify"  # reward_server.pool.PROCESS_NAME, as /proc/PID/comm shows it
+WORKER_NAME = (
+    "gtpo-rs-verify"  # reward_server.service.pool.PROCESS_NAME, as /proc/PID/comm shows it
+)
 ROUTES = ("/get_reward", "/v1/score")
 
 # Answers that hang or blow up a symbolic parser. Each is paired with one fixed label, so a

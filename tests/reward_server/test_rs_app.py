@@ -6,8 +6,8 @@ import asyncio
 
 import httpx
 
-from reward_server.app import create_app
-from reward_server.settings import Settings
+from reward_server.service.app import create_app
+from reward_server.service.settings import Settings
 
 R = "<reasoning>r</reasoning>"
 

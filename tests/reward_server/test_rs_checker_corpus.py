@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rs_corpora import load_corpus
 
-from reward_server.verify import equivalent_inline
+from reward_server.checker.decide import equivalent_inline
 
 PAIRS = load_corpus("checker_corpus").PAIRS
 

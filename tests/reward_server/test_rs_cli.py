@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reward_server.__main__ import main
-from reward_server.settings import Settings
+from reward_server.service.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +38,7 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("uvicorn.run", fake_run)
     main(["--port", "8123", "--workers", "3", "--host", "0.0.0.0"])
-    assert ran["app"] == "reward_server.app:app_from_env" and ran["factory"] is True
+    assert ran["app"] == "reward_server.service.app:app_from_env" and ran["factory"] is True
     assert (ran["host"], ran["port"], ran["workers"]) == ("0.0.0.0", 8123, 3)
     # Each uvicorn worker builds its settings from the environment: flags travel through it.
     s = Settings()

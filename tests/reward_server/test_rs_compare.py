@@ -1,5 +1,5 @@
-"""The exact comparison (``reward_server.compare``): one rule per pair of value types, True or
-False when it decides and None when the symbolic check must."""
+"""The exact comparison (``reward_server.checker.compare``): one rule per pair of value types, True
+or False when it decides and None when the symbolic check must."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server.compare import equal_values, fast_equivalent
-from reward_server.values import Choice, Expression, Group, Number, Value, Words
+from reward_server.checker.compare import equal_values, fast_equivalent
+from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words
 
 # (answer, reference, the exact verdict: True, False or None for undecided).
 FAST_EQUIVALENT = [

@@ -1,7 +1,7 @@
-"""Connection limits of a real server on 127.0.0.1 (reward_server/connections.py and the body
-limit's memory bounds), driven over raw sockets: what a slow, silent or careless client and an
-attacker do. The server runs with short deadlines so that each test takes seconds; the
-reliability suite measures the same probes at the default settings, with the memory held."""
+"""Connection limits of a real server on 127.0.0.1 (reward_server/service/connections.py and the
+body limit's memory bounds), driven over raw sockets: what a slow, silent or careless client and an
+attacker do. The server runs with short deadlines so that each test takes seconds; the reliability
+suite measures the same probes at the default settings, with the memory held."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ import time
 import deadline_harness as DEADLINE  # tests/reward_server/, on sys.path (see conftest.py)
 import pytest
 
-from reward_server.guard import bomb
-from reward_server.verify import Verifier
+from reward_server.checker.guard import bomb
+from reward_server.service.verify import Verifier
 
 # GTPO_RS_VERIFY_TIMEOUT_S (CPU budget) and GTPO_RS_VERIFY_WALL_TIMEOUT_S of the `server` fixture
 TIMEOUT_S = 1.0

@@ -1,14 +1,15 @@
-"""The decision on two read answers (``reward_server.verify.decide``): its rules in their order,
-each row the exact verdict or the exact (answer, reference) pair left for the symbolic pool."""
+"""The decision on two read answers (``reward_server.checker.decide.decide``): its rules in their
+order, each row the exact verdict or the exact (answer, reference) pair left for the symbolic pool.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server.compare import Verdict
+from reward_server.checker.compare import Verdict
+from reward_server.checker.decide import decide
+from reward_server.checker.reading import Statement, read_statement
 from reward_server.protocol import Reason
-from reward_server.reading import Statement, read_statement
-from reward_server.verify import decide
 
 EQUAL = Verdict(True, Reason.EQUIVALENT)
 NOT_EQUAL = Verdict(False, Reason.NOT_EQUIVALENT)

@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from reward_server import scoring
-from reward_server.extract import strip_end_tokens
-from reward_server.metrics import Metrics
+from reward_server.checker.extract import strip_end_tokens
 from reward_server.protocol import response_format
-from reward_server.scoring import ItemErrors, Scorer
-from reward_server.settings import Settings
-from reward_server.verify import Verifier
+from reward_server.service import scoring
+from reward_server.service.metrics import Metrics
+from reward_server.service.scoring import ItemErrors, Scorer
+from reward_server.service.settings import Settings
+from reward_server.service.verify import Verifier
 
 R = "<reasoning>\nwork\n</reasoning>\n"
 # Each degenerate run is this long: the patterns that were quadratic took 3-4 s at 12,000
@@ -129,7 +129,7 @@ def test_an_item_whose_reading_raises_scores_zero_alone(
     metrics = Metrics()
     scorer = Scorer(Settings(verify_workers=1), Verifier(None), ItemErrors(metrics.on_item_error))
     queries = [R + "<answer>7</answer>"] * 3 + [R + "<answer>explode</answer>"] * 2
-    with caplog.at_level(logging.ERROR, logger="reward_server.scoring"):
+    with caplog.at_level(logging.ERROR, logger="reward_server.service.scoring"):
         items = asyncio.run(scorer.score_batch(queries, None, ["7", "boom", "boom", "7", "7"]))
     assert [(it.reason, it.reward) for it in items] == [
         ("equivalent", 20.0),
@@ -144,7 +144,7 @@ def test_an_item_whose_reading_raises_scores_zero_alone(
         return metrics.registry.get_sample_value("gtpo_rs_item_errors_total", labels)
 
     assert (count("reference", "RecursionError"), count("answer", "ValueError")) == (2.0, 2.0)
-    lines = [r for r in caplog.records if r.name == "reward_server.scoring"]
+    lines = [r for r in caplog.records if r.name == "reward_server.service.scoring"]
     assert len(lines) == 2 and not any(r.exc_info for r in lines), lines
     assert "RecursionError" in lines[0].getMessage() and "reference_error" in lines[0].getMessage()
 

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server.compare import fast_equivalent
-from reward_server.normalize import canonical
-from reward_server.numbers import parse_number
-from reward_server.verify import equivalent_inline
+from reward_server.checker.compare import fast_equivalent
+from reward_server.checker.decide import equivalent_inline
+from reward_server.checker.normalize import canonical
+from reward_server.checker.numbers import parse_number
 
 # (answer, reference): must be judged equivalent.
 EQUAL = [

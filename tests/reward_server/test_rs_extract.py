@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from reward_server.extract import (
+from reward_server.checker.extract import (
     answer_block,
     extract_answer,
     extract_reference,

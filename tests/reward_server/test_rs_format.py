@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from reward_server.format import parse, score_format
+from reward_server.checker.format import parse, score_format
 from reward_server.protocol import BOXED, PAPER, THINK, Reason
-from reward_server.scoring import Scorer
-from reward_server.settings import Settings
-from reward_server.verify import Verifier
+from reward_server.service.scoring import Scorer
+from reward_server.service.settings import Settings
+from reward_server.service.verify import Verifier
 
 R = "<reasoning>\nstep\n</reasoning>\n"
 A = "<answer>\n5\n</answer>"

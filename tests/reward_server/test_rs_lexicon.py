@@ -1,11 +1,11 @@
-"""The checker's word lists (``reward_server.lexicon``): the relations between lists that their
-comments promise, and the words each reading depends on."""
+"""The checker's word lists (``reward_server.checker.lexicon``): the relations between lists that
+their comments promise, and the words each reading depends on."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import lexicon
+from reward_server.checker import lexicon
 
 _SETS = {
     name: frozenset(value.keys() if isinstance(value, dict) else value)

@@ -1,11 +1,11 @@
-"""The canonical spelling of an answer (``reward_server.normalize.canonical``): each rewrite its
-code documents, with the exact string it produces."""
+"""The canonical spelling of an answer (``reward_server.checker.normalize.canonical``): each rewrite
+its code documents, with the exact string it produces."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server.normalize import canonical
+from reward_server.checker.normalize import canonical
 
 # (answer as written, its canonical spelling).
 CANONICAL = [

@@ -1,11 +1,11 @@
-"""Canonical spellings (``reward_server.notation``): each rewrite of an equivalent notation into
-one spelling, and the inputs it must leave alone."""
+"""Canonical spellings (``reward_server.checker.notation``): each rewrite of an equivalent notation
+into one spelling, and the inputs it must leave alone."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import notation
+from reward_server.checker import notation
 
 # (text, plain LaTeX).
 PLAIN_TEXT = [

@@ -1,5 +1,5 @@
-"""Exact numbers (``reward_server.numbers``): number words, one-number answers, calculations with
-numbers only, the percent rule of ``numbers_equal`` and numerals in a base."""
+"""Exact numbers (``reward_server.checker.numbers``): number words, one-number answers, calculations
+with numbers only, the percent rule of ``numbers_equal`` and numerals in a base."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server import numbers
+from reward_server.checker import numbers
 
 # (text, the integer it names in words, or None).
 NUMBER_WORD_VALUE = [

@@ -1,11 +1,11 @@
-"""The answer policy (``reward_server.policy``): the words of a short answer, of a sentence and
-around a box that make it no answer, each with its named reason."""
+"""The answer policy (``reward_server.checker.policy``): the words of a short answer, of a sentence
+and around a box that make it no answer, each with its named reason."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import policy
+from reward_server.checker import policy
 from reward_server.protocol import Reason
 
 # (canonical answer, its lower-cased words).

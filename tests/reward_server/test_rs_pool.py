@@ -13,9 +13,10 @@ import pytest
 from deadline_harness import paced_check  # tests/reward_server/, on sys.path (conftest.py)
 from reliability_harness import HANG, forkserver_pid
 
-from reward_server.metrics import Metrics
-from reward_server.pool import VerifierPool
-from reward_server.verify import Verifier, symbolic_equivalent
+from reward_server.checker.decide import symbolic_equivalent
+from reward_server.service.metrics import Metrics
+from reward_server.service.pool import VerifierPool
+from reward_server.service.verify import Verifier
 
 
 def _alive(pid: int) -> bool:
@@ -383,7 +384,7 @@ def test_a_slot_that_fails_is_logged_and_replaced(caplog: pytest.LogCaptureFixtu
         finally:
             await pool.close()
 
-    with caplog.at_level("ERROR", logger="reward_server.pool"):
+    with caplog.at_level("ERROR", logger="reward_server.service.pool"):
         asyncio.run(main())
     assert "a verification slot failed" in caplog.text and "a defect in dispatch" in caplog.text
 

@@ -8,11 +8,11 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_server.compare import fast_equivalent
-from reward_server.normalize import canonical
-from reward_server.numbers import parse_number
-from reward_server.sentence import read
-from reward_server.verify import equivalent_inline
+from reward_server.checker.compare import fast_equivalent
+from reward_server.checker.decide import equivalent_inline
+from reward_server.checker.normalize import canonical
+from reward_server.checker.numbers import parse_number
+from reward_server.checker.sentence import read
 
 ints = st.integers(min_value=-(10**12), max_value=10**12)
 

@@ -1,5 +1,5 @@
-"""Reading an answer once (``reward_server.reading.read_statement``): JSON and sentences read to
-the value they state, refusals with their reason, and each field of the ``Statement``."""
+"""Reading an answer once (``reward_server.checker.reading.read_statement``): JSON and sentences
+read to the value they state, refusals with their reason, and each field of the ``Statement``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from reward_server.checker.reading import Refused, Statement, read_statement
+from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words
 from reward_server.protocol import Reason
-from reward_server.reading import Refused, Statement, read_statement
-from reward_server.values import Choice, Expression, Group, Number, Value, Words
 
 
 def _number(text: str, value: int) -> Number:

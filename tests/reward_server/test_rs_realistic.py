@@ -9,9 +9,9 @@ import pytest
 from rs_corpora import load_corpus, score_completions
 
 from reward_server.protocol import formatted
-from reward_server.scoring import Scorer
-from reward_server.settings import Settings
-from reward_server.verify import Verifier
+from reward_server.service.scoring import Scorer
+from reward_server.service.settings import Settings
+from reward_server.service.verify import Verifier
 
 CORPUS = load_corpus("realistic_corpus")
 BLOCKS = CORPUS.CORRECT + CORPUS.WRONG

@@ -1,11 +1,11 @@
-"""Equations and congruences (``reward_server.relations``): their sides, the left side that names
-the quantity, the steps that must hold, and the residue a congruence answers."""
+"""Equations and congruences (``reward_server.checker.relations``): their sides, the left side that
+names the quantity, the steps that must hold, and the residue a congruence answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import relations
+from reward_server.checker import relations
 from reward_server.protocol import Reason
 
 # (text, separator, parts outside any bracket).

@@ -1,14 +1,14 @@
-"""Answers written as sentences (``reward_server.sentence``): which answers are sentences, the one
-value a sentence states or why it states none (one row per rule of the module), the words that
-refuse a boxed value, and whether a text states any value."""
+"""Answers written as sentences (``reward_server.checker.sentence``): which answers are sentences,
+the one value a sentence states or why it states none (one row per rule of the module), the words
+that refuse a boxed value, and whether a text states any value."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import sentence
+from reward_server.checker import sentence
+from reward_server.checker.sentence import Reading
 from reward_server.protocol import Reason
-from reward_server.sentence import Reading
 
 # (text, whether it holds prose beyond a short answer's words).
 IS_SENTENCE = [

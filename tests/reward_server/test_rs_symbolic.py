@@ -1,11 +1,11 @@
-"""Symbolic equivalence (``reward_server.symbolic``, math-verify in-process): a handful of
+"""Symbolic equivalence (``reward_server.checker.symbolic``, math-verify in-process): a handful of
 verdicts, with the false steps, congruences, rounded decimals and text units it decides itself."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import symbolic
+from reward_server.checker import symbolic
 from reward_server.protocol import Reason
 
 # (canonical answer, canonical reference, (equal, reason)).

@@ -1,12 +1,12 @@
-"""Units (``reward_server.units``): where a unit stands after a value, its one spelling, percent
-words, the text unit the symbolic parser drops, and when two units differ."""
+"""Units (``reward_server.checker.units``): where a unit stands after a value, its one spelling,
+percent words, the text unit the symbolic parser drops, and when two units differ."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_server import units
-from reward_server.lexicon import MULTIPLIERS
+from reward_server.checker import units
+from reward_server.checker.lexicon import MULTIPLIERS
 
 # (canonical answer, (value, unit key)).
 SPLIT_UNIT = [

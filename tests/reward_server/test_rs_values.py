@@ -1,5 +1,5 @@
-"""Typed values (``reward_server.values``): the type and fields ``read_value`` gives each shape of
-canonical answer, and the helpers it reads with (``parse_structure``, ``text_form``,
+"""Typed values (``reward_server.checker.values``): the type and fields ``read_value`` gives each
+shape of canonical answer, and the helpers it reads with (``parse_structure``, ``text_form``,
 ``choice_letters``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server.values import (
+from reward_server.checker.values import (
     Choice,
     Expression,
     Group,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from reward_server.extract import TEXT_COMMAND
-from reward_server.lexicon import (
+from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker.lexicon import (
     APPROXIMATE,
     APPROXIMATE_PAIRS,
     HEDGES,

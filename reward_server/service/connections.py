@@ -1,5 +1,5 @@
 """The HTTP connections of the reward server: uvicorn's httptools protocol with the limits that
-trusted servers set and uvicorn leaves off (each a setting, ``reward_server/settings.py``).
+trusted servers set and uvicorn leaves off (each a setting, ``reward_server/service/settings.py``).
 
 - **Header size and count** (``GTPO_RS_MAX_HEADER_BYTES``, ``GTPO_RS_MAX_HEADERS``): 431 past
   either. httptools has no limit of its own (it gathers a header's value until the header
@@ -45,7 +45,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from reward_server.settings import Settings
+from reward_server.service.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,14 @@ from sympy.functions.elementary.trigonometric import (
     TrigonometricFunction,
 )
 
+from reward_server.checker.relations import (
+    checked_steps,
+    congruence,
+    congruence_value,
+    split_equation,
+)
+from reward_server.checker.units import strip_text_unit
 from reward_server.protocol import Reason
-from reward_server.relations import checked_steps, congruence, congruence_value, split_equation
-from reward_server.units import strip_text_unit
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from reward_server.lexicon import NUMBER_WORDS, NUMERIC_MULTIPLIERS, SCALES
-from reward_server.units import is_unit_suffix
+from reward_server.checker.lexicon import NUMBER_WORDS, NUMERIC_MULTIPLIERS, SCALES
+from reward_server.checker.units import is_unit_suffix
 
 # 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
 _MAX_EXPONENT = 1000

@@ -19,8 +19,6 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ValidationError
 from starlette.types import Scope
 
-from reward_server.metrics import Metrics, exposition
-from reward_server.pool import VerifierPool
 from reward_server.protocol import (
     NOT_COMPUTED,
     RESPONSE_FORMATS,
@@ -28,7 +26,9 @@ from reward_server.protocol import (
     accuracy_score,
     response_format,
 )
-from reward_server.schemas import (
+from reward_server.service.metrics import Metrics, exposition
+from reward_server.service.pool import VerifierPool
+from reward_server.service.schemas import (
     EquivalentRequest,
     EquivalentResponse,
     EquivalentVerdict,
@@ -39,9 +39,9 @@ from reward_server.schemas import (
     RewardResponse,
     ScoreResponse,
 )
-from reward_server.scoring import Scorer
-from reward_server.settings import Settings
-from reward_server.verify import Verifier
+from reward_server.service.scoring import Scorer
+from reward_server.service.settings import Settings
+from reward_server.service.verify import Verifier
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from reward_server.pool import CAUSE_CPU, CAUSE_QUEUE, CAUSE_WALL
+from reward_server.service.pool import CAUSE_CPU, CAUSE_QUEUE, CAUSE_WALL
 
 
 class Metrics:

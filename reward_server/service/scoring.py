@@ -27,9 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from reward_server import sentence
-from reward_server.extract import extract_reference, split_query, unwrap_math
-from reward_server.format import (
+from reward_server.checker import sentence
+from reward_server.checker.compare import Verdict
+from reward_server.checker.extract import extract_reference, split_query, unwrap_math
+from reward_server.checker.format import (
     SEVERAL_ANSWERS,
     TEXT_AFTER_ANSWER,
     FormatResult,
@@ -45,9 +46,9 @@ from reward_server.protocol import (
     ResponseFormat,
     response_format,
 )
-from reward_server.schemas import ItemScore, Label
-from reward_server.settings import Settings
-from reward_server.verify import Verdict, Verifier
+from reward_server.service.schemas import ItemScore, Label
+from reward_server.service.settings import Settings
+from reward_server.service.verify import Verifier
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import json
 import re
 from fractions import Fraction
 
-from reward_server.extract import PART_LABEL, single_backslashes
-from reward_server.relations import VARIABLE, split_top
+from reward_server.checker.extract import PART_LABEL, single_backslashes
+from reward_server.checker.relations import VARIABLE, split_top
 
 _UNICODE = {
     "\u2212": "-",  # minus sign

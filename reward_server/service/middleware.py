@@ -11,7 +11,7 @@ from collections.abc import Callable
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reward_server.metrics import Metrics
+from reward_server.service.metrics import Metrics
 
 
 class BodySizeLimit:

@@ -11,8 +11,8 @@ import os
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from reward_server.pool import WALL_NET_FACTOR
 from reward_server.protocol import DEFAULT_FORMAT, RESPONSE_FORMATS, response_format
+from reward_server.service.pool import WALL_NET_FACTOR
 
 
 def _default_verify_workers() -> int:
@@ -104,7 +104,7 @@ class Settings(BaseSettings):
         "?token=<token> from clients that cannot send headers). Set and empty is refused.",
     )
 
-    # --- connection limits (reward_server/connections.py)
+    # --- connection limits (reward_server/service/connections.py)
     max_header_bytes: int = Field(
         16 * 1024,
         ge=1024,

@@ -15,8 +15,8 @@ Two jobs, both done once in the forkserver so that every worker forked from it i
 
 import gc
 
-from reward_server.pool import die_with_parent
-from reward_server.symbolic import warm_up
+from reward_server.checker.symbolic import warm_up
+from reward_server.service.pool import die_with_parent
 
 die_with_parent()
 warm_up()

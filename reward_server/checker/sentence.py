@@ -28,10 +28,10 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from reward_server import notation, policy
-from reward_server.compare import fast_equivalent
-from reward_server.extract import TEXT_COMMAND
-from reward_server.lexicon import (
+from reward_server.checker import notation, policy
+from reward_server.checker.compare import fast_equivalent
+from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker.lexicon import (
     ADJECTIVES,
     ANSWER_WORDS,
     APPROXIMATE,
@@ -53,11 +53,11 @@ from reward_server.lexicon import (
     SENTENCE_WORDS,
     WHICH_VERBS,
 )
-from reward_server.normalize import canonical
-from reward_server.numbers import number_word_value
+from reward_server.checker.normalize import canonical
+from reward_server.checker.numbers import number_word_value
+from reward_server.checker.relations import checked_steps, split_equation
+from reward_server.checker.units import UNIT_NAMES, UNIT_WORDS, split_unit
 from reward_server.protocol import Reason
-from reward_server.relations import checked_steps, split_equation
-from reward_server.units import UNIT_NAMES, UNIT_WORDS, split_unit
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import re
 
-from reward_server import notation
-from reward_server.extract import TEXT_COMMAND, unwrap_math
-from reward_server.units import percent_words
+from reward_server.checker import notation
+from reward_server.checker.extract import TEXT_COMMAND, unwrap_math
+from reward_server.checker.units import percent_words
 
 # "The final answer is", "Answer:", and the "####" of GSM8K or a markdown heading before it.
 _ANSWER_PREFIX = re.compile(

@@ -22,9 +22,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reward_server.normalize import canonical
-from reward_server.numbers import base_equal, numbers_equal
-from reward_server.values import Choice, Group, Number, Value, choice_letters, read_value, text_form
+from reward_server.checker.normalize import canonical
+from reward_server.checker.numbers import base_equal, numbers_equal
+from reward_server.checker.values import (
+    Choice,
+    Group,
+    Number,
+    Value,
+    choice_letters,
+    read_value,
+    text_form,
+)
 
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from reward_server.extract import TEXT_COMMAND
-from reward_server.lexicon import MATH_WORDS, MULTIPLIERS
+from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker.lexicon import MATH_WORDS, MULTIPLIERS
 
 _UNIT_SYNONYMS = {
     "m": "m meter meters metre metres",

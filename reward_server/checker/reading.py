@@ -8,7 +8,7 @@ returns what it states, or why it states nothing acceptable:
   its unit (``units.split_unit``) read into a typed value (``values.read_value``), and the
   answer policy's verdict on its words (``policy.word_problem``), each read once.
 
-``verify.decide`` then compares two statements (``compare.py`` for the values).
+``decide.decide`` then compares two statements (``compare.py`` for the values).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from reward_server import notation, policy, relations, sentence
-from reward_server.normalize import canonical
-from reward_server.numbers import parse_number
+from reward_server.checker import notation, policy, relations, sentence
+from reward_server.checker.normalize import canonical
+from reward_server.checker.numbers import parse_number
+from reward_server.checker.units import split_unit
+from reward_server.checker.values import Value, read_value, text_form
 from reward_server.protocol import Reason
-from reward_server.units import split_unit
-from reward_server.values import Value, read_value, text_form
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Refused:
 @dataclass(frozen=True)
 class Statement:
     """What an answer states, each part read once. ``text``: its canonical spelling as a whole;
-    ``value`` and ``unit``: what it states without its unit (of an equation, ``verify.decide``
+    ``value`` and ``unit``: what it states without its unit (of an equation, ``decide.decide``
     reads the side that answers); ``sides`` and ``label``: the equation it is written as
     (``relations.split_equation``), if any; ``congruence``: its sides and modulus when it is
     one; ``refusal``: what the answer policy says of its words (``policy.word_problem``), which

@@ -16,10 +16,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from reward_server.metrics import Metrics, process_exited
-from reward_server.middleware import BodySizeLimit, EchoRequestId, RequestMetrics
-from reward_server.pool import VerifierPool, die_with_parent
-from reward_server.routes import (
+from reward_server.checker.decide import symbolic_equivalent
+from reward_server.service.metrics import Metrics, process_exited
+from reward_server.service.middleware import BodySizeLimit, EchoRequestId, RequestMetrics
+from reward_server.service.pool import VerifierPool, die_with_parent
+from reward_server.service.routes import (
     ROUTE_PATHS,
     Service,
     invalid_request,
@@ -27,9 +28,9 @@ from reward_server.routes import (
     token_accepted,
     unexpected_error,
 )
-from reward_server.scoring import ItemErrors, Scorer
-from reward_server.settings import Settings
-from reward_server.verify import Verifier, symbolic_equivalent
+from reward_server.service.scoring import ItemErrors, Scorer
+from reward_server.service.settings import Settings
+from reward_server.service.verify import Verifier
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,8 @@ class HideTokens(logging.Filter):
 
 
 def app_from_env() -> FastAPI:
-    """uvicorn factory (``--factory reward_server.app:app_from_env``): settings from GTPO_RS_*."""
+    """uvicorn factory (``--factory reward_server.service.app:app_from_env``): settings from
+    GTPO_RS_*."""
     end_with_supervisor()
     settings = Settings()
     logging.basicConfig(

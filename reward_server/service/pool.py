@@ -328,7 +328,7 @@ class _WorkerLost(Exception):
 def _context() -> mp.context.BaseContext:
     if sys.platform.startswith("linux"):
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["reward_server.forkserver_init"])
+        ctx.set_forkserver_preload(["reward_server.service.forkserver_init"])
         return ctx
     return mp.get_context("spawn")
 

@@ -11,10 +11,10 @@ import itertools
 import re
 from collections.abc import Callable
 
-from reward_server.extract import TEXT_COMMAND
-from reward_server.numbers import parse_number
+from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker.numbers import parse_number
+from reward_server.checker.units import split_unit
 from reward_server.protocol import Reason
-from reward_server.units import split_unit
 
 _GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|theta|lambda|mu|phi|varphi|psi|omega|rho|sigma|tau)"
 # What may stand left of "=" in an assignment: x, x_1, f(x), \theta (never \pi or \sin).
@@ -135,7 +135,7 @@ def congruence(s: str) -> tuple[list[str], str | None] | None:
     dropped as in an equation (``x \\equiv 2 \\pmod 5`` -> ``[2]``); None without ``\\equiv``.
 
     A congruence is not an equality: its last side answers only when every step holds modulo
-    the modulus and that side is the least residue (``verify.decide``); without a modulus it
+    the modulus and that side is the least residue (``decide.decide``); without a modulus it
     is read as an equality, so ``13 \\equiv 12`` is a false equation like ``13 = 12``."""
     if not _EQUIV.search(s):
         return None

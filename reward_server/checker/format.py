@@ -22,7 +22,13 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from reward_server.extract import answer_block, box_groups, boxes, normalize_boxes, unwrap_math
+from reward_server.checker.extract import (
+    answer_block,
+    box_groups,
+    boxes,
+    normalize_boxes,
+    unwrap_math,
+)
 from reward_server.protocol import ANSWER_CLOSE as A_CLOSE
 from reward_server.protocol import ANSWER_OPEN as A_OPEN
 from reward_server.protocol import FORMAT_MAX, ResponseFormat

@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from reward_server.extract import TEXT_COMMAND
-from reward_server.normalize import canonical
-from reward_server.notation import CANONICAL_PART_LABEL, labels_in_order
-from reward_server.numbers import parse_number
-from reward_server.relations import split_top
+from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker.normalize import canonical
+from reward_server.checker.notation import CANONICAL_PART_LABEL, labels_in_order
+from reward_server.checker.numbers import parse_number
+from reward_server.checker.relations import split_top
 
 
 @dataclass(frozen=True)

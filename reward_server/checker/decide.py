@@ -1,0 +1,116 @@
+"""Deciding: two answers read once (``reading``) compared by the exact rules (``compare``,
+``relations``, ``units``) in the calling process; what they leave is a pair for the symbolic
+check (``symbolic``, which the service runs in its verification workers).
+"""
+
+from __future__ import annotations
+
+from reward_server.checker import relations
+from reward_server.checker.compare import Verdict, equal_values, fast_equivalent
+from reward_server.checker.guard import bomb, complexity_violation
+from reward_server.checker.normalize import canonical
+from reward_server.checker.reading import Refused, Statement, read_statement, statement
+from reward_server.checker.units import split_unit, units_differ
+from reward_server.protocol import Reason
+
+
+def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
+    """``symbolic.symbolic_equivalent``, imported on first use so that a process that only
+    reads and decides (the server process) never loads sympy (the service's workers have it
+    preloaded by their forkserver)."""
+    from reward_server.checker import symbolic
+
+    return symbolic.symbolic_equivalent(answer, reference)
+
+
+def precheck(
+    answer: str, reference: str, *, max_chars: int = 1000, max_nesting: int = 40
+) -> Verdict | tuple[str, str]:
+    """The verdict when no symbolic check is needed (too big, refused by the answer policy,
+    or decided exactly), else the (answer, reference) pair the pool must decide."""
+    for text, who in ((answer, "answer"), (reference, "reference")):
+        problem = complexity_violation(text, max_chars, max_nesting)
+        problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
+        if problem is not None:
+            return Verdict(False, Reason(f"{who}_{problem}"))
+    reference_read = read_statement(reference, reference=True)
+    assert isinstance(reference_read, Statement)  # a reference is never refused
+    # A worded reference ("no solution") is compared as words, so its answers are never
+    # read as sentences; nor is an answer spelled as the reference is.
+    as_written = reference_read.words is not None or canonical(answer) == canonical(reference)
+    answer_read = read_statement(answer, as_written=as_written)
+    if isinstance(answer_read, Refused):
+        return Verdict(False, answer_read.reason)
+    return decide(answer_read, reference_read)
+
+
+def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]:
+    """The verdict on two read answers, or the (answer, reference) pair left for the symbolic
+    check (relations and units removed where they are decided here).
+
+    In order: the answer policy (a worded reference is compared as words instead); a
+    congruence's residue; an equation against an equation (the sides, when both name the same
+    quantity) or against a value (every step of a calculation holds, the last side is the
+    value); the units; the typed values (``compare.equal_values``)."""
+    a, r = answer.text, reference.text
+    if not a or not r:
+        return Verdict(False, Reason.EMPTY_ANSWER if not a else Reason.NO_REFERENCE)
+    if a == r:
+        return Verdict(True, Reason.EQUIVALENT)
+    if reference.words is None:
+        if answer.refusal is not None:
+            return Verdict(False, answer.refusal)
+    elif answer.words is not None:
+        return _verdict(answer.words == reference.words)
+    if answer.congruence is not None:
+        residue = relations.congruence_value(*answer.congruence)
+        if residue is None:
+            return a, r
+        if residue == Reason.FALSE_EQUATION:
+            return Verdict(False, Reason.FALSE_EQUATION)
+        answer = statement(residue)
+    if answer.sides is not None and reference.sides is not None:
+        if len(answer.sides) == len(reference.sides) == 1:
+            if not relations.same_quantity(answer.label, reference.label) or any(
+                relations.relates_labels(x.label, y.label, y.sides)
+                for x, y in ((answer, reference), (reference, answer))
+            ):
+                # "\cos x = ..." against "\sin x = ...", "y = x" against "x = y": whole relations
+                return answer.text, r
+            answer, reference = statement(answer.sides[0]), statement(reference.sides[0])
+    elif answer.sides is not None:
+        steps = relations.checked_steps(list(answer.sides))
+        if any(fast_equivalent(left, right) is False for left, right in steps):
+            return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
+        if units_differ(answer.sides[-1], r):
+            return Verdict(False, Reason.UNIT_MISMATCH)
+        if not all(fast_equivalent(left, right) for left, right in steps):
+            # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
+            return " = ".join([*answer.sides[:-1], split_unit(answer.sides[-1])[0]]), r
+        answer = statement(answer.sides[-1])
+    if answer.unit is not None and reference.unit is not None and answer.unit != reference.unit:
+        return Verdict(False, Reason.UNIT_MISMATCH)
+    if not answer.value.text or not reference.value.text:
+        return _verdict(False)
+    decided = equal_values(answer.value, reference.value)
+    if decided is None:
+        return answer.value_text, reference.value_text
+    return _verdict(decided)
+
+
+def _verdict(equal: bool) -> Verdict:
+    return Verdict(equal, Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT)
+
+
+def equivalent_inline(
+    answer: str, reference: str, *, max_chars: int = 1000, max_nesting: int = 40
+) -> Verdict:
+    """The same decision as ``Verifier.check`` in this process, without the pool's timeout.
+
+    Only for trusted inputs (tests, offline tools): an adversarial answer can run for minutes.
+    """
+    pair = precheck(answer, reference, max_chars=max_chars, max_nesting=max_nesting)
+    if isinstance(pair, Verdict):
+        return pair
+    equal, reason = symbolic_equivalent(*pair)
+    return Verdict(equal, reason)

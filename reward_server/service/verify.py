@@ -1,0 +1,130 @@
+"""Answer equivalence as a service: the checker's decision in the server process
+(``checker.decide.precheck``: the cost guard, each answer read once, the exact comparisons),
+and what it leaves to math-verify in a killable process pool (``checker.symbolic``, worker
+processes); the verifier joins them with a cache and single-flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+from reward_server.checker.compare import Verdict
+from reward_server.checker.decide import precheck
+from reward_server.protocol import NOT_COMPUTED, Reason
+from reward_server.service.pool import CAUSE_CPU, PoolResult, VerifierPool
+
+log = logging.getLogger(__name__)
+
+_TIMEOUTS_REMEMBERED = 10_000  # pairs that timed out once, waiting to see whether they repeat
+
+
+class Verifier:
+    """Equivalence with a fast path, an LRU cache and single-flight requests to the pool.
+
+    The G completions of one prompt often repeat an answer and arrive concurrently: the cache
+    serves repeats that finished, and single-flight makes concurrent repeats share one check.
+    What is no verdict is never cached (``protocol.NOT_COMPUTED``: a lost worker, the wall-clock
+    net, the queue; the machine's load, however often it happens), nor a pair's first timeout at
+    its CPU budget (a stall must not stick); its second is: the answer itself hangs the parser (a
+    LaTeX bomb a policy has learned to repeat), and every further repeat would cost a worker and
+    a timeout. A check that raised in its worker (``check_error``) is the answer's doing, and
+    cached like any verdict.
+    """
+
+    def __init__(
+        self,
+        pool: VerifierPool | None,
+        *,
+        cache_size: int = 100_000,
+        max_chars: int = 1000,
+        max_nesting: int = 40,
+        on_cache: Callable[[bool], None] | None = None,
+        on_error: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self._pool = pool
+        self._cache: OrderedDict[tuple[str, str], PoolResult] = OrderedDict()
+        self._cache_size = cache_size
+        self._inflight: dict[tuple[str, str], asyncio.Future[PoolResult]] = {}
+        self._timed_out_once: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._max_chars = max_chars
+        self._max_nesting = max_nesting
+        self._on_cache = on_cache or (lambda hit: None)
+        # (stage, exception name) of a check that raised in its worker, each time one does
+        self._on_error = on_error or (lambda stage, error: None)
+
+    def precheck(self, answer: str, reference: str) -> Verdict | tuple[str, str]:
+        """The verdict when no symbolic check is needed (``decide.precheck``), else the
+        (answer, reference) pair the pool must decide."""
+        return precheck(answer, reference, max_chars=self._max_chars, max_nesting=self._max_nesting)
+
+    async def check(
+        self,
+        answer: str,
+        reference: str,
+        *,
+        deadline: float | None = None,
+        client: Hashable = None,
+    ) -> Verdict:
+        """Verdict for one (answer, reference) pair; ``deadline`` (``time.perf_counter()``)
+        bounds a symbolic check, waiting for a worker included (default: one timeout)."""
+        return await self.resolve(self.precheck(answer, reference), deadline, client)
+
+    async def resolve(
+        self,
+        key: Verdict | tuple[str, str],
+        deadline: float | None = None,
+        client: Hashable = None,
+    ) -> Verdict:
+        """The verdict of a ``precheck`` result: itself when it is one, else the symbolic
+        check's (the cache, a check in flight, or the pool, where ``client`` waits its turn)."""
+        if isinstance(key, Verdict):
+            return key
+        if self._pool is None:
+            return Verdict(False, Reason.NO_VERIFIER)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            self._on_cache(True)
+            return Verdict(hit.equal, hit.reason, cached=True)
+        shared = self._inflight.get(key)
+        if shared is not None:
+            self._on_cache(True)
+            result = await asyncio.shield(shared)
+            return Verdict(result.equal, result.reason, cached=True)
+        self._on_cache(False)
+        fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            result = await self._pool.run(key[0], key[1], deadline=deadline, client=client)
+        except asyncio.CancelledError:
+            fut.set_result(PoolResult(False, Reason.WORKER_ERROR))  # release the followers
+            raise
+        except Exception as exc:  # the pool is not running (not yet, or no more)
+            log.warning("symbolic check not run: %s", exc)
+            result = PoolResult(False, Reason.NO_VERIFIER)
+        finally:
+            self._inflight.pop(key, None)
+        fut.set_result(result)
+        if result.error is not None:
+            self._on_error("check", result.error)
+        if self._cache_size > 0 and self._cacheable(key, result):
+            self._cache[key] = result
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return Verdict(result.equal, result.reason)
+
+    def _cacheable(self, key: tuple[str, str], result: PoolResult) -> bool:
+        if result.reason in NOT_COMPUTED:
+            return False  # the machine's state, not the answer's: ask again next time
+        if result.reason != Reason.TIMEOUT or result.cause != CAUSE_CPU:
+            return True
+        if key in self._timed_out_once:
+            del self._timed_out_once[key]
+            return True
+        self._timed_out_once[key] = None
+        if len(self._timed_out_once) > _TIMEOUTS_REMEMBERED:
+            self._timed_out_once.popitem(last=False)
+        return False
