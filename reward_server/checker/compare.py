@@ -23,15 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reward_server.checker.normalize import canonical
-from reward_server.checker.numbers import base_equal, numbers_equal
+from reward_server.checker.numbers import numbers_equal, numerals_equal
 from reward_server.checker.values import (
     Choice,
     Group,
     Number,
+    Numeral,
     Value,
-    choice_letters,
+    Words,
     read_value,
-    text_form,
 )
 
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
@@ -56,25 +56,26 @@ def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
 
 
 def equal_values(a: Value, r: Value, depth: int = 0) -> bool | None:
-    """The comparison for the two values' types; None when no exact rule applies."""
+    """The comparison for the two values' types, from their fields; None when no exact rule
+    applies."""
     if a.text == r.text:
         return True
     if depth > _MAX_DEPTH:
         return None
     if isinstance(a, Number) and isinstance(r, Number):
         return numbers_equal((a.value, a.percent), (r.value, r.percent))
-    based = base_equal(a.text, r.text)
+    based = numerals_equal(_numeral(a), _numeral(r))
     if based is not None:
         return based
     if isinstance(a, Choice) or isinstance(r, Choice):
-        letters = choice_letters(a.text), choice_letters(r.text)
+        letters = _letters(a), _letters(r)
         if None not in letters:
             return letters[0] == letters[1]
     if isinstance(a, Group) and isinstance(r, Group):
         return _equal_groups(a, r, depth)
     if isinstance(a, Group | Number) and isinstance(r, Group | Number):
         return False  # several values against one number
-    words, ref_words = text_form(a.text), text_form(r.text)
+    words, ref_words = _words(a), _words(r)
     if words is not None and ref_words is not None:
         return words == ref_words
     if (words is not None and isinstance(r, Number)) or (
@@ -82,6 +83,20 @@ def equal_values(a: Value, r: Value, depth: int = 0) -> bool | None:
     ):
         return False  # words against a number ("five" was read as a number)
     return None
+
+
+def _numeral(v: Value) -> tuple[str, int | None] | None:
+    if isinstance(v, Numeral):
+        return v.digits, v.base
+    return (v.digits, None) if isinstance(v, Number) and v.digits is not None else None
+
+
+def _letters(v: Value) -> frozenset[str] | None:
+    return v.letters if isinstance(v, Choice | Words) else None
+
+
+def _words(v: Value) -> str | None:
+    return v.words if isinstance(v, Number | Choice | Words) else None
 
 
 def _equal_groups(a: Group, r: Group, depth: int) -> bool | None:
@@ -100,24 +115,31 @@ def _equal_groups(a: Group, r: Group, depth: int) -> bool | None:
     return _equal_in_order(a.items, r.items, depth)
 
 
-def _equal_in_order(xs: tuple[str, ...], ys: tuple[str, ...], depth: int) -> bool | None:
+def _equal_items(x: Value, y: Value, depth: int) -> bool | None:
+    """Two items of groups at ``depth``; an empty item equals nothing."""
+    if not x.text or not y.text:
+        return False
+    return equal_values(x, y, depth + 1)
+
+
+def _equal_in_order(xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int) -> bool | None:
     if len(xs) != len(ys):
         return False
-    verdicts = [fast_equivalent(x, y, depth + 1) for x, y in zip(xs, ys, strict=True)]
+    verdicts = [_equal_items(x, y, depth) for x, y in zip(xs, ys, strict=True)]
     if False in verdicts:
         return False
     return None if None in verdicts else True
 
 
-def _equal_multisets(xs: tuple[str, ...], ys: tuple[str, ...], depth: int) -> bool | None:
-    """Multiset equality under ``fast_equivalent``; None when some needed pair is undecided."""
+def _equal_multisets(xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int) -> bool | None:
+    """Multiset equality under ``_equal_items``; None when some needed pair is undecided."""
     if len(xs) != len(ys):
         return False
     unused = list(ys)
     undecided = False
     for x in xs:
         for j, y in enumerate(unused):
-            verdict = fast_equivalent(x, y, depth + 1)
+            verdict = _equal_items(x, y, depth)
             if verdict:
                 del unused[j]
                 break

@@ -239,7 +239,7 @@ _BASE = re.compile(r"\(?(?:\\text\{)?(?P<d>[0-9A-Za-z]+)\}?\)?_\{?\(?(?P<b>\d{1,
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _base_numeral(s: str) -> tuple[str, int | None] | None:
+def base_numeral(s: str) -> tuple[str, int | None] | None:
     """(digits, base) of ``1011_2``, ``1011_{(2)}``, ``(1011)_2``, ``\\text{1011}_2``; (digits,
     None) for bare digits; None for anything else or digits invalid in their base."""
     m = _BASE.fullmatch(s)
@@ -252,14 +252,21 @@ def _base_numeral(s: str) -> tuple[str, int | None] | None:
 
 
 def base_equal(a: str, r: str) -> bool | None:
+    """``numerals_equal`` of two texts (``1011`` against ``1011_2``)."""
+    return numerals_equal(base_numeral(a), base_numeral(r))
+
+
+def numerals_equal(
+    a: tuple[str, int | None] | None, r: tuple[str, int | None] | None
+) -> bool | None:
     """Numerals with a base subscript compare by digits and base; bare digits are read in the
-    other side's base (``1011`` against ``1011_2``), so 11 is not ``1011_2``."""
-    na, nr = _base_numeral(a), _base_numeral(r)
-    if na is None or nr is None or (na[1] is None and nr[1] is None):
+    other side's base (``1011`` against ``1011_2``), so 11 is not ``1011_2``. None unless one
+    side has a base and the other is a numeral (``base_numeral``'s (digits, base))."""
+    if a is None or r is None or (a[1] is None and r[1] is None):
         return None
-    digits_equal = na[0].lstrip("0") == nr[0].lstrip("0")
-    if na[1] is None or nr[1] is None:
-        base = na[1] or nr[1]
-        bare = na[0] if na[1] is None else nr[0]
+    digits_equal = a[0].lstrip("0") == r[0].lstrip("0")
+    if a[1] is None or r[1] is None:
+        base = a[1] or r[1]
+        bare = a[0] if a[1] is None else r[0]
         return digits_equal and all(_DIGITS.index(c) < base for c in bare)
-    return digits_equal and na[1] == nr[1]
+    return digits_equal and a[1] == r[1]

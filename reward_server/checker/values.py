@@ -1,39 +1,62 @@
 """Typed values: what an answer's value is once read (``reading.py`` reads an answer into a
-``Statement`` whose value is one of these; ``compare.py`` compares them type by type).
+``Statement`` whose value is one of these; ``compare.py`` compares them type by type, from
+their fields only: nothing here is read again from text after ``read_value``).
 
 * ``Number``: an exact ``Fraction`` and whether it was written as a percent (``numbers.py``);
+* ``Numeral``: digits with a base subscript (``1011_2``);
 * ``Choice``: multiple-choice letters (``B, D``);
 * ``Group``: a tuple, an interval, a set, a bare list or the labelled parts of a multi-part
-  answer (``(a) 3, (b) 5``), its items read the same way;
+  answer (``(a) 3, (b) 5``), its items read into values the same way;
 * ``Words``: a worded answer (``no solution``, ``\\text{(C)}``);
 * ``Expression``: anything else, which only the symbolic check (``symbolic.py``) decides.
+
+Every value keeps its canonical spelling (``text``: equal spellings are equal values). The
+other readings of the same text that a comparison needs (a number's words and bare digits, a
+worded answer's choice letter) are read with it, once; they follow from ``text``, so equality
+ignores them.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from reward_server.checker.extract import TEXT_COMMAND
 from reward_server.checker.normalize import canonical
 from reward_server.checker.notation import CANONICAL_PART_LABEL, labels_in_order
-from reward_server.checker.numbers import parse_number
+from reward_server.checker.numbers import base_numeral, parse_number
 from reward_server.checker.relations import split_top
+
+
+def _derived() -> Any:
+    """A field read from ``text`` with it: equal texts have equal ones."""
+    return field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Number:
-    text: str  # the canonical spelling every value keeps (equal spellings are equal values)
+    text: str
     value: Fraction
     percent: bool
+    words: str | None = _derived()  # written in words ("five"), lower-cased
+    digits: str | None = _derived()  # bare decimal digits, read in another numeral's base
+
+
+@dataclass(frozen=True)
+class Numeral:
+    text: str
+    digits: str
+    base: int
 
 
 @dataclass(frozen=True)
 class Choice:
     text: str
     letters: frozenset[str]
+    words: str | None = _derived()  # "BD" is also the word "bd"
 
 
 @dataclass(frozen=True)
@@ -43,13 +66,14 @@ class Group:
 
     text: str
     kind: str
-    items: tuple[str, ...]
+    items: tuple[Value, ...]
 
 
 @dataclass(frozen=True)
 class Words:
     text: str
     words: str  # lower-cased (``\\text{(C)}`` -> ``c``)
+    letters: frozenset[str] | None = _derived()  # one choice letter ("(C)")
 
 
 @dataclass(frozen=True)
@@ -57,7 +81,7 @@ class Expression:
     text: str
 
 
-Value = Number | Choice | Group | Words | Expression
+Value = Number | Numeral | Choice | Group | Words | Expression
 
 
 @functools.lru_cache(maxsize=16384)
@@ -66,25 +90,39 @@ def read_value(text: str) -> Value:
     parenthesised scalar (``(5)``, ``(C)``) and a one-item set its item: both are the item."""
     number = parse_number(text)
     if number is not None:
-        return Number(text, *number)
+        return Number(text, *number, words=text_form(text), digits=_bare_digits(text))
+    numeral = base_numeral(text)
+    if numeral is not None and numeral[1] is not None:
+        return Numeral(text, numeral[0], numeral[1])
     letters = choice_letters(text)
     if letters is not None and len(letters) > 1:
-        return Choice(text, letters)
+        return Choice(text, letters, words=text_form(text))
     labels = _PART.findall(text)
     if len(labels) > 1 and _PART.match(text) and labels_in_order(labels):
         # "(a)3, (b)5", as notation.labelled_parts writes them; labels out of their order or
         # with a gap are no parts, whose order could be taken from their places
-        return Group(text, "parts", tuple(_PART.sub("", item) for item in split_top(text, ",")))
+        items = (_PART.sub("", item) for item in split_top(text, ","))
+        return Group(text, "parts", tuple(_item(item) for item in items))
     structure = parse_structure(text)
     if structure is not None:
         kind, items = structure
         if kind in ("()", "set") and len(items) == 1:
             return read_value(canonical(items[0]))
-        return Group(text, kind, tuple(items))
+        return Group(text, kind, tuple(_item(item) for item in items))
     words = text_form(text)
     if words is not None:
-        return Words(text, words)
+        return Words(text, words, letters=letters)
     return Expression(text)
+
+
+def _item(text: str) -> Value:
+    """An item of a group, read as an answer of its own."""
+    return read_value(canonical(text))
+
+
+def _bare_digits(text: str) -> str | None:
+    numeral = base_numeral(text)
+    return numeral[0] if numeral is not None and numeral[1] is None else None
 
 
 _PART = re.compile(CANONICAL_PART_LABEL + r"(?=\S)")

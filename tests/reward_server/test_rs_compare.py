@@ -123,7 +123,7 @@ def test_fast_equivalent(answer: str, reference: str, expected: bool | None) -> 
 
 HALF = Number("0.5", Fraction(1, 2), False)
 HALF_FRACTION = Number("\\frac{1}{2}", Fraction(1, 2), False)
-PAIR = ("1", "2")
+PAIR = (Number("1", Fraction(1), False), Number("2", Fraction(2), False))
 
 # (answer value, reference value, depth, the exact verdict).
 EQUAL_VALUES = [
@@ -155,7 +155,7 @@ EQUAL_VALUES = [
     ),
     pytest.param(
         Group("\\{1, 2\\}", "set", PAIR),
-        Group("2, 1", "list", ("2", "1")),
+        Group("2, 1", "list", PAIR[::-1]),
         0,
         True,
         id="group_multiset:set|list",

@@ -46,7 +46,7 @@ READ_STATEMENT = [
     pytest.param(
         '{"answer": [1, 2]}',
         {},
-        _plain("1, 2", Group("1, 2", "list", ("1", "2"))),
+        _plain("1, 2", Group("1, 2", "list", (_number("1", 1), _number("2", 2)))),
         id="json:list",
     ),
     # a sentence is the value it states, with its unit

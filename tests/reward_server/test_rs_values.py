@@ -13,6 +13,7 @@ from reward_server.checker.values import (
     Expression,
     Group,
     Number,
+    Numeral,
     Value,
     Words,
     choice_letters,
@@ -22,6 +23,14 @@ from reward_server.checker.values import (
 )
 
 BD = frozenset("BD")
+
+
+def _n(k: int) -> Number:
+    """A whole number as an item: a group's items are read into values too."""
+    return Number(str(k), Fraction(k), False)
+
+
+ONE_TWO = (_n(1), _n(2))
 
 # (canonical answer, its typed value).
 READ_VALUE = [
@@ -63,27 +72,33 @@ READ_VALUE = [
     pytest.param("B", Words("B", "b"), id="one_letter_is_words:B"),
     pytest.param("BB", Words("BB", "bb"), id="repeated_letter_is_words:BB"),
     # groups: brackets by kind, sets, bare lists, labelled parts
-    pytest.param("(1, 2)", Group("(1, 2)", "()", ("1", "2")), id="group_tuple:(1, 2)"),
-    pytest.param("[1, 2)", Group("[1, 2)", "[)", ("1", "2")), id="group_interval:[1, 2)"),
-    pytest.param("(1, 2]", Group("(1, 2]", "(]", ("1", "2")), id="group_interval:(1, 2]"),
-    pytest.param("[0,1]", Group("[0,1]", "[]", ("0", "1")), id="group_interval:[0,1]"),
-    pytest.param("\\{1, 2\\}", Group("\\{1, 2\\}", "set", ("1", "2")), id="group_set"),
-    pytest.param("1, 2", Group("1, 2", "list", ("1", "2")), id="group_list:1, 2"),
+    pytest.param("(1, 2)", Group("(1, 2)", "()", ONE_TWO), id="group_tuple:(1, 2)"),
+    pytest.param("[1, 2)", Group("[1, 2)", "[)", ONE_TWO), id="group_interval:[1, 2)"),
+    pytest.param("(1, 2]", Group("(1, 2]", "(]", ONE_TWO), id="group_interval:(1, 2]"),
+    pytest.param("[0,1]", Group("[0,1]", "[]", (_n(0), _n(1))), id="group_interval:[0,1]"),
+    pytest.param("\\{1, 2\\}", Group("\\{1, 2\\}", "set", ONE_TWO), id="group_set"),
+    pytest.param("1, 2", Group("1, 2", "list", ONE_TWO), id="group_list:1, 2"),
     pytest.param(
         "(1,2),(3,4)",
-        Group("(1,2),(3,4)", "list", ("(1,2)", "(3,4)")),
+        Group(
+            "(1,2),(3,4)",
+            "list",
+            (Group("(1,2)", "()", ONE_TWO), Group("(3,4)", "()", (_n(3), _n(4)))),
+        ),
         id="group_list_of_tuples:(1,2),(3,4)",
     ),
-    pytest.param("(a)3, (b)5", Group("(a)3, (b)5", "parts", ("3", "5")), id="group_parts"),
+    pytest.param("(a)3, (b)5", Group("(a)3, (b)5", "parts", (_n(3), _n(5))), id="group_parts"),
     pytest.param(
         "(a)3, (c)5",
-        Group("(a)3, (c)5", "list", ("(a)3", "(c)5")),
+        Group("(a)3, (c)5", "list", (Expression("(a)3"), Expression("(c)5"))),
         id="parts_only_labelled_in_order:(a)3, (c)5",
     ),
-    pytest.param("(i)2, (ii)4", Group("(i)2, (ii)4", "parts", ("2", "4")), id="group_parts_roman"),
+    pytest.param(
+        "(i)2, (ii)4", Group("(i)2, (ii)4", "parts", (_n(2), _n(4))), id="group_parts_roman"
+    ),
     pytest.param(
         "3, (a)4, (b)5",
-        Group("3, (a)4, (b)5", "list", ("3", "(a)4", "(b)5")),
+        Group("3, (a)4, (b)5", "list", (_n(3), Expression("(a)4"), Expression("(b)5"))),
         id="parts_only_from_the_start:3, (a)4, (b)5",
     ),
     # a one-item bracket or set is its item; a one-item closed bracket stays a group
@@ -91,9 +106,9 @@ READ_VALUE = [
     pytest.param("(x+1)", Expression("x+1"), id="one_item_bracket:(x+1)"),
     pytest.param("\\{5\\}", Number("5", Fraction(5), False), id="one_item_set:\\{5\\}"),
     pytest.param(
-        "\\{(1, 2)\\}", Group("(1, 2)", "()", ("1", "2")), id="one_item_set_of_tuple:\\{(1, 2)\\}"
+        "\\{(1, 2)\\}", Group("(1, 2)", "()", ONE_TWO), id="one_item_set_of_tuple:\\{(1, 2)\\}"
     ),
-    pytest.param("[5]", Group("[5]", "[]", ("5",)), id="one_item_closed_bracket_kept:[5]"),
+    pytest.param("[5]", Group("[5]", "[]", (_n(5),)), id="one_item_closed_bracket_kept:[5]"),
     # words
     pytest.param("no solution", Words("no solution", "no solution"), id="words:no solution"),
     pytest.param(
@@ -107,9 +122,13 @@ READ_VALUE = [
     pytest.param("x^2+1", Expression("x^2+1"), id="expression:x^2+1"),
     pytest.param("\\sqrt{2}", Expression("\\sqrt{2}"), id="expression:\\sqrt{2}"),
     pytest.param("\\emptyset", Expression("\\emptyset"), id="expression:\\emptyset"),
-    pytest.param("1011_2", Expression("1011_2"), id="expression_base_numeral:1011_2"),
+    pytest.param("1011_2", Numeral("1011_2", "1011", 2), id="numeral:1011_2"),
     # a bracketed tuple of letters is a tuple, never choice letters ("(b, a)" is ordered)
-    pytest.param("(b, a)", Group("(b, a)", "()", ("b", "a")), id="letters_tuple:(b, a)"),
+    pytest.param(
+        "(b, a)",
+        Group("(b, a)", "()", (Words("b", "b"), Words("a", "a"))),
+        id="letters_tuple:(b, a)",
+    ),
 ]
 
 
