@@ -46,13 +46,18 @@ class Verdict:
     cached: bool = False
 
 
-def fast_equivalent(answer: str, reference: str, depth: int = 0) -> bool | None:
-    """Exact equivalence of two answers without sympy: True/False when the exact rules decide,
-    None when the symbolic check must."""
-    a, r = canonical(answer), canonical(reference)
-    if not a or not r:
+def fast_equivalent(answer: str, reference: str) -> bool | None:
+    """Exact equivalence of two answers without sympy, read from their text: True/False when
+    the exact rules decide, None when the symbolic check must."""
+    return same_value(read_value(canonical(answer)), read_value(canonical(reference)))
+
+
+def same_value(a: Value, r: Value, depth: int = 0) -> bool | None:
+    """``equal_values`` of two values read from answers (an item, a step's side): an empty
+    one equals nothing."""
+    if not a.text or not r.text:
         return False
-    return equal_values(read_value(a), read_value(r), depth)
+    return equal_values(a, r, depth)
 
 
 def equal_values(a: Value, r: Value, depth: int = 0) -> bool | None:
@@ -115,31 +120,24 @@ def _equal_groups(a: Group, r: Group, depth: int) -> bool | None:
     return _equal_in_order(a.items, r.items, depth)
 
 
-def _equal_items(x: Value, y: Value, depth: int) -> bool | None:
-    """Two items of groups at ``depth``; an empty item equals nothing."""
-    if not x.text or not y.text:
-        return False
-    return equal_values(x, y, depth + 1)
-
-
 def _equal_in_order(xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int) -> bool | None:
     if len(xs) != len(ys):
         return False
-    verdicts = [_equal_items(x, y, depth) for x, y in zip(xs, ys, strict=True)]
+    verdicts = [same_value(x, y, depth + 1) for x, y in zip(xs, ys, strict=True)]
     if False in verdicts:
         return False
     return None if None in verdicts else True
 
 
 def _equal_multisets(xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int) -> bool | None:
-    """Multiset equality under ``_equal_items``; None when some needed pair is undecided."""
+    """Multiset equality under ``same_value``; None when some needed pair is undecided."""
     if len(xs) != len(ys):
         return False
     unused = list(ys)
     undecided = False
     for x in xs:
         for j, y in enumerate(unused):
-            verdict = _equal_items(x, y, depth)
+            verdict = same_value(x, y, depth + 1)
             if verdict:
                 del unused[j]
                 break

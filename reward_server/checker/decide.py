@@ -6,11 +6,11 @@ check (``symbolic``, which the service runs in its verification workers).
 from __future__ import annotations
 
 from reward_server.checker import relations
-from reward_server.checker.compare import Verdict, equal_values, fast_equivalent
+from reward_server.checker.compare import Verdict, equal_values, same_value
 from reward_server.checker.guard import bomb, complexity_violation
 from reward_server.checker.normalize import canonical
-from reward_server.checker.reading import Refused, Statement, read_statement, statement
-from reward_server.checker.units import split_unit, units_differ
+from reward_server.checker.reading import Refused, Statement, read_statement
+from reward_server.checker.units import units_differ
 from reward_server.protocol import Reason
 
 
@@ -63,31 +63,30 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
     elif answer.words is not None:
         return _verdict(answer.words == reference.words)
     if answer.congruence is not None:
-        residue = relations.congruence_value(*answer.congruence)
-        if residue is None:
+        if answer.residue is None:
             return a, r
-        if residue == Reason.FALSE_EQUATION:
-            return Verdict(False, Reason.FALSE_EQUATION)
-        answer = statement(residue)
-    if answer.sides is not None and reference.sides is not None:
-        if len(answer.sides) == len(reference.sides) == 1:
+        if isinstance(answer.residue, Reason):
+            return Verdict(False, answer.residue)  # false_equation
+        answer = answer.residue
+    if answer.side_statements is not None and reference.side_statements is not None:
+        if len(answer.side_statements) == len(reference.side_statements) == 1:
             if not relations.same_quantity(answer.label, reference.label) or any(
-                relations.relates_labels(x.label, y.label, y.sides)
+                relations.relates_labels(x.label, y.label, y.sides or ())
                 for x, y in ((answer, reference), (reference, answer))
             ):
-                # "\cos x = ..." against "\sin x = ...", "y = x" against "x = y": whole relations
+                # "\\cos x = ..." against "\\sin x = ...", "y = x" against "x = y": whole relations
                 return answer.text, r
-            answer, reference = statement(answer.sides[0]), statement(reference.sides[0])
-    elif answer.sides is not None:
-        steps = relations.checked_steps(list(answer.sides))
-        if any(fast_equivalent(left, right) is False for left, right in steps):
+            answer, reference = answer.side_statements[0], reference.side_statements[0]
+    elif answer.side_statements is not None:
+        if any(same_value(left, right) is False for left, right in answer.steps):
             return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
-        if units_differ(answer.sides[-1], r):
+        last = answer.side_statements[-1]
+        if units_differ(last.unit, reference.unit):
             return Verdict(False, Reason.UNIT_MISMATCH)
-        if not all(fast_equivalent(left, right) for left, right in steps):
+        if not all(same_value(left, right) for left, right in answer.steps):
             # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
-            return " = ".join([*answer.sides[:-1], split_unit(answer.sides[-1])[0]]), r
-        answer = statement(answer.sides[-1])
+            return " = ".join([*answer.sides[:-1], last.value_text]), r
+        answer = last
     if answer.unit is not None and reference.unit is not None and answer.unit != reference.unit:
         return Verdict(False, Reason.UNIT_MISMATCH)
     if not answer.value.text or not reference.value.text:

@@ -14,7 +14,7 @@ returns what it states, or why it states nothing acceptable:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reward_server.checker import notation, policy, relations, sentence
 from reward_server.checker.normalize import canonical
@@ -33,10 +33,12 @@ class Refused:
 class Statement:
     """What an answer states, each part read once. ``text``: its canonical spelling as a whole;
     ``value`` and ``unit``: what it states without its unit (of an equation, ``decide.decide``
-    reads the side that answers); ``sides`` and ``label``: the equation it is written as
-    (``relations.split_equation``), if any; ``congruence``: its sides and modulus when it is
-    one; ``refusal``: what the answer policy says of its words (``policy.word_problem``), which
-    a worded reference overrides; ``words``: the whole answer as words, if it is that."""
+    takes the side that answers); ``sides`` and ``label``: the equation it is written as
+    (``relations.split_equation``), if any, with each side read (``side_statements``) and the
+    steps between numbers that must hold read into values (``steps``); ``congruence``: its
+    sides and modulus when it is one, and what it answers (``residue``); ``refusal``: what the
+    answer policy says of its words (``policy.word_problem``), which a worded reference
+    overrides; ``words``: the whole answer as words, if it is that."""
 
     text: str
     value: Value
@@ -47,6 +49,12 @@ class Statement:
     congruence: tuple[list[str], str | None] | None
     refusal: Reason | None
     words: str | None  # the whole answer as words (``values.text_form``), or None
+    # Read from ``sides`` and ``congruence`` with them (equal texts have equal ones):
+    side_statements: tuple[Statement, ...] | None = field(default=None, compare=False)
+    steps: tuple[tuple[Value, Value], ...] = field(default=(), compare=False)
+    # ``relations.congruence_value``: the statement of the residue, false_equation, or None
+    # when a side is no exact integer here (the symbolic check reads it)
+    residue: Statement | Reason | None = field(default=None, compare=False)
 
 
 def read_statement(
@@ -75,6 +83,8 @@ def statement(text: str) -> Statement:
     words = text_form(text)
     # A worded answer has no unit: "no solution" is not "no" in solutions.
     value_text, unit = (text, None) if words is not None else split_unit(text)
+    congruence = relations.congruence(text)
+    residue = relations.congruence_value(*congruence) if congruence is not None else None
     return Statement(
         text=text,
         value=read_value(canonical(value_text)),
@@ -82,7 +92,18 @@ def statement(text: str) -> Statement:
         unit=unit,
         sides=sides,
         label=split[0] if split is not None else None,
-        congruence=relations.congruence(text),
+        congruence=congruence,
         refusal=policy.word_problem(text, numeric=parse_number(text) is not None),
         words=words,
+        side_statements=tuple(statement(side) for side in sides) if sides else None,
+        steps=tuple(
+            (_step_value(left), _step_value(right))
+            for left, right in relations.checked_steps(list(sides or ()))
+        ),
+        # a Reason is a str too: only a residue's text is read
+        residue=residue if residue is None or isinstance(residue, Reason) else statement(residue),
     )
+
+
+def _step_value(side: str) -> Value:
+    return read_value(canonical(side))

@@ -191,11 +191,10 @@ def percent_words(s: str) -> str:
     return _PERCENT_WORD.sub(r"\\%", s) if re.search("p(?:er|ct)", s) else s
 
 
-def units_differ(answer: str, reference: str) -> bool:
-    """Both have a unit and they differ: ``5 cm`` against ``5 km``, ``18 cents`` against ``18
-    dollars`` (``normalize.canonical`` spells ``\\$18`` so); a bare number is read in the
-    reference's unit."""
-    unit, ref_unit = split_unit(answer)[1], split_unit(reference)[1]
+def units_differ(unit: str | None, ref_unit: str | None) -> bool:
+    """Both have a unit (``split_unit``'s key) and they differ: ``5 cm`` against ``5 km``, ``18
+    cents`` against ``18 dollars`` (``normalize.canonical`` spells ``\\$18`` so); a bare number
+    is read in the reference's unit."""
     return unit is not None and ref_unit is not None and unit != ref_unit
 
 

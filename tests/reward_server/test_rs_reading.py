@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reward_server.checker.reading import Refused, Statement, read_statement
+from reward_server.checker.reading import Refused, Statement, read_statement, statement
 from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words
 from reward_server.protocol import Reason
 
@@ -296,3 +296,16 @@ def test_words_value_of_a_letter() -> None:
     read = read_statement("(C)")
     assert isinstance(read, Statement)
     assert (read.value, read.words) == (Words("C", "c"), "c")
+
+
+def test_sides_steps_and_residue_are_read_with_the_statement() -> None:
+    calculation = statement("20-8=12")
+    assert calculation.side_statements == (statement("20-8"), statement("12"))
+    assert calculation.side_statements[1].value == _number("12", 12)
+    assert calculation.steps == ((_number("20-8", 12), _number("12", 12)),)
+    assert statement("P=2l+2w=16").steps == ()  # a formula's steps are not checked
+    assert statement("2^{10}\\equiv4\\pmod5").residue == statement("4")
+    assert statement("5\\equiv12\\pmod7").residue == Reason.FALSE_EQUATION
+    assert statement("x\\equiv\\sqrt{2}\\pmod5").residue is None  # left to the symbolic check
+    assert statement("13\\equiv12").residue == statement("13 = 12")
+    assert statement("12").side_statements is None
