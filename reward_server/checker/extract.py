@@ -193,15 +193,21 @@ _ANSWER_PHRASE = re.compile(
 )
 
 
-def _box_gap(text: str, start: int, end: int) -> bool:
+# The name a worked solution assigns its next boxed value ("$x=\boxed{1}$ or $x=\boxed{2}$").
+_GAP_NAME = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?\s*=")
+
+
+def _box_gap(text: str, start: int, end: int, named: bool = False) -> bool:
     """Whether ``text[start:end]`` only separates two boxes of one list: filler, at most one
-    joining word or part label, filler. Linear in the gap's length."""
+    joining word or part label, filler; with ``named`` (a dataset's worked solution), then the
+    name the next box is assigned to and filler. Linear in the gap's length."""
     i = _skip(_GAP_FILLER, text, start, end)
-    if i < end:
-        word = _GAP_WORD.match(text, i, end)
-        if word is None:
-            return False
+    word = _GAP_WORD.match(text, i, end) if i < end else None
+    if word is not None:
         i = _skip(_GAP_FILLER, text, word.end(), end)
+    name = _GAP_NAME.match(text, i, end) if named and i < end else None
+    if name is not None:
+        i = _skip(_GAP_FILLER, text, name.end(), end)
     return i == end
 
 
@@ -260,12 +266,16 @@ def boxes(text: str) -> list[tuple[int, int, str]]:
     return found
 
 
-def box_groups(found: list[tuple[int, int, str]], text: str) -> list[list[tuple[int, int, str]]]:
+def box_groups(
+    found: list[tuple[int, int, str]], text: str, *, named: bool = False
+) -> list[list[tuple[int, int, str]]]:
     """``boxes(text)`` (or a subset, left to right) joined into lists: boxes separated only by
-    commas, "and", "or" or spacing are one list of answers, never two candidates."""
+    commas, "and", "or" or spacing are one list of answers, never two candidates. ``named``: in
+    a dataset's worked solution, also boxes assigned to a name each (``x=\\boxed{1}`` or
+    ``x=\\boxed{2}``: the roots 1 and 2)."""
     groups: list[list[tuple[int, int, str]]] = []
     for box in found:
-        if groups and _box_gap(text, groups[-1][-1][1], box[0]):
+        if groups and _box_gap(text, groups[-1][-1][1], box[0], named):
             groups[-1].append(box)
         else:
             groups.append([box])
@@ -348,7 +358,7 @@ def unwrap_math(text: str, *, prose: bool = False, _depth: int = 0) -> str:
     found = boxes(text)
     if not found:
         return _unwrap_delims(text)
-    group = box_groups(found, text)[-1]
+    group = box_groups(found, text, named=prose)[-1]
     outside = text[: group[0][0]] + " " + text[group[-1][1] :]
     alone = len(group) == len(found)
     if prose or (alone and (_only_wrapping(outside) or _after_working(text, group))):

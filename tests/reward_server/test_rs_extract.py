@@ -128,6 +128,11 @@ def test_answer_block_is_linear_on_many_unclosed_tags() -> None:
         ("... so the total is\n#### 1,234", "1,234"),
         ("#### -5", "-5"),
         ("We get $\\boxed{2}$ first, then $\\boxed{\\frac{1}{2}}$.", "\\frac{1}{2}"),  # MATH: last
+        # a worked solution's boxes assigned to a name each are one list of answers
+        ("So $x=\\boxed{1}$ or $x=\\boxed{2}$.", "1, 2"),
+        ("The solutions are $x = \\boxed{1}$ and $x = \\boxed{-2}$.", "1, -2"),
+        ("$a=\\boxed{3}$, $b_1=\\boxed{4}$", "3, 4"),
+        ("We get $x=\\boxed{2}$ first, then $y=\\boxed{5}$.", "5"),  # words between: the last
         ("so $x \\in \\boxed{[1, \\infty)}$", "[1, \\infty)"),
         (
             "\\boxed{\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}}",
