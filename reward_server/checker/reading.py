@@ -58,16 +58,21 @@ class Statement:
 
 
 def read_statement(
-    text: str, *, reference: bool = False, as_written: bool = False
+    text: str,
+    same_value: sentence.SameValue,
+    *,
+    reference: bool = False,
+    as_written: bool = False,
 ) -> Refused | Statement:
     """What ``text`` states, read once. An answer written as JSON is the value it holds, one
-    written as a sentence the value the sentence states (``sentence.read``). ``reference``:
-    a dataset label or a reference answer, never refused (one that states no single value is
-    read as written). ``as_written``: not read as a sentence (the other side is a worded
-    answer, compared as words)."""
+    written as a sentence the value the sentence states (``sentence.read``, which asks
+    ``same_value`` whether two values it states are one). ``reference``: a dataset label or a
+    reference answer, never refused (one that states no single value is read as written).
+    ``as_written``: not read as a sentence (the other side is a worded answer, compared as
+    words)."""
     text = notation.json_answer(text)
     if not as_written and sentence.is_sentence(text):
-        reading = sentence.read(text)
+        reading = sentence.read(text, same_value)
         if reading.value is not None:
             text = reading.value
         elif not reference:

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reward_server.checker import notation, policy
-from reward_server.checker.compare import fast_equivalent
 from reward_server.checker.extract import TEXT_COMMAND
 from reward_server.checker.lexicon import (
     ADJECTIVES,
@@ -58,6 +58,10 @@ from reward_server.checker.numbers import number_word_value
 from reward_server.checker.relations import checked_steps, split_equation
 from reward_server.checker.units import UNIT_NAMES, UNIT_WORDS, split_unit
 from reward_server.protocol import Reason
+
+# Whether two values an answer states are one value by the exact rules: the comparison the
+# decision hands the reader (reading does not import comparing).
+SameValue = Callable[[str, str], bool | None]
 
 
 @dataclass(frozen=True)
@@ -333,7 +337,7 @@ def refusal(text: str) -> Reason | None:
 _REMARKED_VALUE = re.compile(r"^\s*(?P<value>[^()]+?)\s*\((?P<remark>[^()]*)\)\s*[.!]?\s*$")
 
 
-def _remarked_value(text: str) -> Reading | None:
+def _remarked_value(text: str, same_value: SameValue) -> Reading | None:
     """A value with a remark in brackets after it states that value; a remark that states
     another value makes two candidates ("3 (which is 4)" claims the 4 it never wrote as its
     answer). None when ``text`` is no such value and remark."""
@@ -342,17 +346,20 @@ def _remarked_value(text: str) -> Reading | None:
         return None  # "0.75 \\text{ (that is, } \\frac{3}{4})": brackets across braces
     if is_sentence(m.group("value")) or not is_sentence(m.group("remark")):
         return None
-    remark = read(m.group("remark"))
+    remark = read(m.group("remark"), same_value)
     if remark.value is None:
         return None
-    if not _restatements([m.group("value"), remark.value]):
+    if not _restatements([m.group("value"), remark.value], same_value):
         return Reading(None, Reason.SEVERAL_CANDIDATES)
     return Reading(m.group("value").strip())
 
 
-def read(text: str) -> Reading:
-    """The one value ``text`` states (with its unit), or the reason it states none."""
-    remarked = _remarked_value(text)
+def read(text: str, same_value: SameValue) -> Reading:
+    """The one value ``text`` states (with its unit), or the reason it states none.
+    ``same_value``: whether two values it states are one value by the exact rules (the
+    decision passes ``compare.fast_equivalent``): a restatement (``3/4, or 0.75``) is one
+    candidate, and a step of the working between numbers that is not equal is false."""
+    remarked = _remarked_value(text, same_value)
     if remarked is not None:
         return remarked
     tokens = _tokens(text)
@@ -373,9 +380,9 @@ def read(text: str) -> Reading:
     _mark_subject(runs, tokens, words)
     answered = _mark_premises(runs, tokens, words)
 
-    if not _markers_restate(runs, tokens, words):
+    if not _markers_restate(runs, tokens, words, same_value):
         return Reading(None, Reason.SEVERAL_CANDIDATES)  # "13 (that is, 12)"
-    if any(_false_step(r.text) for r in runs if r.context):
+    if any(_false_step(r.text, same_value) for r in runs if r.context):
         return Reading(None, Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
     candidates = [r for r in runs if not r.context and (r.value or _after_copula(r, words))]
     for prev, run in itertools.pairwise(runs):  # "(B) and (D)": names listed after a copula
@@ -412,17 +419,18 @@ def read(text: str) -> Reading:
 
     groups = _groups(candidates, tokens, words)
     values = [", ".join(_with_unit(r, tokens, words) for r in g) for g in groups]
-    if len(set(values)) > 1 and not _restatements(values):
+    if len(set(values)) > 1 and not _restatements(values, same_value):
         return Reading(None, Reason.SEVERAL_CANDIDATES)
     last = groups[-1]
     items = [_with_unit(r, tokens, words) for r in last]
     alternatives = _joined_by(last, tokens, words, "or")
-    if alternatives and _restatements(items):
+    if alternatives and _restatements(items, same_value):
         items = items[:1]  # "3/4, or 0.75": one value spelled twice
     value = (" or " if alternatives else ", ").join(items)
     if words[last[0].first - 1 : last[0].first] in (["negative"], ["minus"]):
         value = "-" + value
-    if answered and not _restatements([value, *(_with_unit(r, tokens, words) for r in answered)]):
+    restated = [value, *(_with_unit(r, tokens, words) for r in answered)]
+    if answered and not _restatements(restated, same_value):
         return Reading(None, Reason.SEVERAL_CANDIDATES)  # "the answer is 20, so 18"
     return Reading(value)
 
@@ -460,7 +468,9 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
         run.context, run.weak = True, False
 
 
-def _markers_restate(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> bool:
+def _markers_restate(
+    runs: list[_Run], tokens: list[_Token], words: list[str | None], same_value: SameValue
+) -> bool:
     """Whether every restatement marker stands between two statements of one value: the value
     right before it (a unit word between allowed) and the first value after it."""
     for i in range(len(words)):
@@ -471,7 +481,7 @@ def _markers_restate(runs: list[_Run], tokens: list[_Token], words: list[str | N
         after = [r for r in runs if r.value and r.first >= i + len(marker)]
         if before and after:
             values = [_with_unit(before[-1], tokens, words), _with_unit(after[0], tokens, words)]
-            if not _restatements(values):
+            if not _restatements(values, same_value):
                 return False
     return True
 
@@ -653,18 +663,16 @@ def _with_unit(run: _Run, tokens: list[_Token], words: list[str | None]) -> str:
     return text
 
 
-def _false_step(text: str) -> bool:
+def _false_step(text: str, same_value: SameValue) -> bool:
     """A calculation in the working with a step between numbers that does not hold."""
     if "=" not in text:
         return False
     split = split_equation(canonical(text))
-    return split is not None and any(
-        fast_equivalent(a, b) is False for a, b in checked_steps(split[1])
-    )
+    return split is not None and any(same_value(a, b) is False for a, b in checked_steps(split[1]))
 
 
-def _restatements(values: list[str]) -> bool:
+def _restatements(values: list[str], same_value: SameValue) -> bool:
     """Whether every candidate states the first one's value, by the exact rules (``18``,
     ``$18``, ``18 dollars``; ``\\frac{3}{4}`` and ``0.75``; ``0.25`` and ``25%``)."""
     first = split_unit(canonical(values[0]))[0]
-    return all(fast_equivalent(split_unit(canonical(v))[0], first) for v in values[1:])
+    return all(same_value(split_unit(canonical(v))[0], first) for v in values[1:])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_server.checker.compare import Verdict
+from reward_server.checker.compare import Verdict, fast_equivalent
 from reward_server.checker.decide import decide
 from reward_server.checker.reading import Statement, read_statement
 from reward_server.protocol import Reason
@@ -201,8 +201,8 @@ DECIDE = [
 def test_decide(
     answer: str, reference: str, as_written: bool, expected: Verdict | tuple[str, str]
 ) -> None:
-    answer_read = read_statement(answer, as_written=as_written)
-    reference_read = read_statement(reference, reference=True)
+    answer_read = read_statement(answer, fast_equivalent, as_written=as_written)
+    reference_read = read_statement(reference, fast_equivalent, reference=True)
     assert isinstance(answer_read, Statement)
     assert isinstance(reference_read, Statement)
     assert decide(answer_read, reference_read) == expected
