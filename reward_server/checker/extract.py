@@ -373,17 +373,17 @@ def unwrap_math(text: str, *, prose: bool = False, _depth: int = 0) -> str:
     return _unwrap_delims("".join([*pieces, text[pos:]]).strip())
 
 
-# Where working ends and a final box begins: a full stop, a colon or a line break.
-_WORKING_END = re.compile(r"[.:\n]\s*\$*\s*$")
-
-
 def _after_working(text: str, group: list[tuple[int, int, str]]) -> bool:
     """Whether the boxes end the text after working written before them, in sentences of their
-    own ("Step 1: 2+2=4. \\boxed{4}"): the boxes are the answer. A box inside a sentence ("the
-    answer is 10, not \\boxed{9}") or followed by text is not."""
+    own ("Step 1: 2+2=4. \\boxed{4}"): the text before the first box ends with a full stop or a
+    colon, or a line break, before spacing and ``$``. A box inside a sentence ("the answer is
+    10, not \\boxed{9}") or followed by text is not. Linear (string strips, no pattern)."""
     after = text[group[-1][1] :]
-    ends_text = after.strip().strip(_WRAPPING_MARKS).strip() == ""
-    return ends_text and _WORKING_END.search(text, 0, group[0][0]) is not None
+    if after.strip().strip(_WRAPPING_MARKS).strip():
+        return False
+    before = text[: group[0][0]]
+    working = before.rstrip().rstrip("$").rstrip()
+    return working.endswith((".", ":")) or "\n" in before[len(working) :]
 
 
 def extract_answer(response: str) -> str | None:

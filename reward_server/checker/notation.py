@@ -455,7 +455,9 @@ def assignment_groups(s: str) -> str:
     return ", ".join(tuples) if len(tuples) > 1 else tuples[0]
 
 
-_PART = re.compile(rf"(?:^|(?<=[\s,;]))\s*{PART_LABEL}\s*")
+# A label starts the text or follows spacing or a separator; the label's own pattern allows the
+# spacing before it (two patterns of spacing in a row would backtrack over a run of spaces).
+_PART = re.compile(rf"(?:^|(?<=[\s,;])){PART_LABEL}\s*")
 # The one spelling ``labelled_parts`` writes a label in: "(a)", "(ii)", glued to its value
 # (the group: the label).
 CANONICAL_PART_LABEL = r"\(([a-h]|[iv]+)\)"
@@ -467,6 +469,9 @@ def labelled_parts(s: str) -> str:
     labelled from (a) or (i) on, in one spelling and in the labels' order, whatever the order
     they were written in: ``(b) 5, (a) 3`` is ``(a)3, (b)5`` (``values.read_value`` reads them
     as an ordered group). Anything else is returned as it is."""
+    if "(" not in s and ")" not in s:
+        return s  # every label has a bracket
+    s = " ".join(s.split())  # one space per run: the pattern's spacing then never backtracks
     found = list(_PART.finditer(s))
     if len(found) < 2 or found[0].start() != 0:
         return s

@@ -333,25 +333,28 @@ def refusal(text: str) -> Reason | None:
     return policy.refusal([_word(tokens, i) for i in range(len(tokens))], bound_at_end=True)
 
 
-# A bare value followed by a remark in brackets: "3 (which is 4)", "4 (that's 2^2)".
-_REMARKED_VALUE = re.compile(r"^\s*(?P<value>[^()]+?)\s*\((?P<remark>[^()]*)\)\s*[.!]?\s*$")
-
-
 def _remarked_value(text: str, same_value: SameValue) -> Reading | None:
-    """A value with a remark in brackets after it states that value; a remark that states
-    another value makes two candidates ("3 (which is 4)" claims the 4 it never wrote as its
-    answer). None when ``text`` is no such value and remark."""
-    m = _REMARKED_VALUE.match(text)
-    if m is None or any(g.count("{") != g.count("}") for g in m.groups()):
+    """A value with a remark in brackets after it ("3 (which is 4)", "4 (that's 2^2)") states
+    that value; a remark that states another value makes two candidates ("3 (which is 4)"
+    claims the 4 it never wrote as its answer). None when ``text`` is no such value and remark.
+    Linear (string searches, no pattern)."""
+    body = text.strip().rstrip(".!").rstrip()
+    opening = body.rfind("(")
+    if not body.endswith(")") or opening < 1:
+        return None
+    value, remark = body[:opening].strip(), body[opening + 1 : -1]
+    if not value or any(c in value or c in remark for c in "()"):
+        return None
+    if any(part.count("{") != part.count("}") for part in (value, remark)):
         return None  # "0.75 \\text{ (that is, } \\frac{3}{4})": brackets across braces
-    if is_sentence(m.group("value")) or not is_sentence(m.group("remark")):
+    if is_sentence(value) or not is_sentence(remark):
         return None
-    remark = read(m.group("remark"), same_value)
-    if remark.value is None:
+    reading = read(remark, same_value)
+    if reading.value is None:
         return None
-    if not _restatements([m.group("value"), remark.value], same_value):
+    if not _restatements([value, reading.value], same_value):
         return Reading(None, Reason.SEVERAL_CANDIDATES)
-    return Reading(m.group("value").strip())
+    return Reading(value)
 
 
 def read(text: str, same_value: SameValue) -> Reading:

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from reward_server.checker.compare import Verdict
 from reward_server.checker.extract import strip_end_tokens
 from reward_server.protocol import response_format
 from reward_server.service import scoring
@@ -63,6 +64,30 @@ def test_degenerate_runs_are_scored_in_linear_time(run: str) -> None:
         if seconds > BOUND_S:
             slow.append(f"{name}: {seconds:.2f} s")
     assert not slow, slow
+
+
+# Answers within the cost guard's length cap (1,000 characters) are read and canonicalised
+# whole, as /v1/equivalent receives them (a completion's answer block has its runs shortened
+# first): a run where a rewrite allows spacing, brackets or separators.
+UNDER_THE_CAP = [
+    ("sin", " ", "x"),  # a part label's pattern: 4.7 s of CPU before
+    ("1", "\u00b0 ", "x"),  # degree signs removed, leaving a run of spaces: 0.6 s before
+    ("x =", "\n", "1"),
+    ("(a) ", "\t", "(b) 2"),
+    ("3 (", " ", "which is 4)"),
+    ("y<", ", ", "x"),
+]
+
+
+@pytest.mark.parametrize(("before", "run", "after"), UNDER_THE_CAP, ids=repr)
+def test_answers_under_the_length_cap_are_read_in_linear_time(
+    before: str, run: str, after: str
+) -> None:
+    answer = before + (run * 1000)[: 990 - len(before) - len(after)] + after
+    start = time.process_time()
+    verdict = Verifier(None).precheck(answer, "1")
+    assert time.process_time() - start < BOUND_S, f"{time.process_time() - start:.2f} s"
+    assert isinstance(verdict, Verdict) or all(isinstance(t, str) for t in verdict)
 
 
 def test_the_probes_answers_are_read_as_before_but_at_once() -> None:
