@@ -469,19 +469,20 @@ def labelled_parts(s: str) -> str:
     labelled from (a) or (i) on, in one spelling and in the labels' order, whatever the order
     they were written in: ``(b) 5, (a) 3`` is ``(a)3, (b)5`` (``values.read_value`` reads them
     as an ordered group). Anything else is returned as it is."""
-    if "(" not in s and ")" not in s:
-        return s  # every label has a bracket
-    s = " ".join(s.split())  # one space per run: the pattern's spacing then never backtracks
-    found = list(_PART.finditer(s))
+    if ")" not in s:
+        return s  # every label closes with a bracket
+    collapsed = " ".join(s.split())  # one space per run: the pattern's spacing never backtracks
+    found = list(_PART.finditer(collapsed))
     if len(found) < 2 or found[0].start() != 0:
         return s
     labels = [m.group("label") for m in found]
     sequence = next((seq for seq in _SEQUENCES if set(labels) <= set(seq)), None)
     if sequence is None or not labels_in_order(sorted(labels, key=sequence.index)):
         return s
-    ends = [m.start() for m in found[1:]] + [len(s)]
+    ends = [m.start() for m in found[1:]] + [len(collapsed)]
     values = [
-        s[m.end() : end].strip().strip(",;").strip() for m, end in zip(found, ends, strict=True)
+        collapsed[m.end() : end].strip().strip(",;").strip()
+        for m, end in zip(found, ends, strict=True)
     ]
     if not all(values):
         return s

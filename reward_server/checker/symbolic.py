@@ -254,9 +254,9 @@ def _relation_verdict(gold: Basic, pred: Basic) -> bool | None:
     ratio = cancel(g[0] / p[0])
     if ratio.free_symbols or not ratio.is_number or ratio == 0:
         return None
-    if g[1] == "=":
+    if g[1] == "=" or ratio.is_positive:
         return True
-    return bool(ratio.is_positive)  # a negative multiple is the reversed inequality
+    return False if ratio.is_negative else None  # a negative multiple: the reversed inequality
 
 
 def _elements_differ(gold: Basic, pred: Basic) -> bool:
