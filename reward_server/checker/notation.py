@@ -291,7 +291,11 @@ def inequality_interval(s: str) -> str:
         lo, hi = (m.group("a"), m.group("b")) if lt1 else (m.group("b"), m.group("a"))
         lo_open, hi_open = (st1, st2) if lt1 else (st2, st1)
         return f"{'(' if lo_open else '['}{lo.strip()}, {hi.strip()}{')' if hi_open else ']'}"
-    for pattern, var_left in ((_ONE_RIGHT, True), (_ONE_LEFT, False)):
+    sides = ((_ONE_RIGHT, True), (_ONE_LEFT, False))
+    left = _ONE_LEFT.match(s)
+    if left is not None and left.group("x") in ("x", "y", "z"):
+        sides = sides[::-1]  # "a > x": x is the variable, a its bound (a parameter)
+    for pattern, var_left in sides:
         m = pattern.match(s)
         if m and m.group("b").strip():
             less, strict = _kind(m.group("r"))

@@ -1058,6 +1058,8 @@ PAIRS += [
             ("y=2x-5", "(y+5)/2=2x", N, "symbolic: another line"),
             ("2x-y=5", "y=2x-5", Y, "symbolic: the same line, another form"),
             ("x \\le 2y", "2y \\ge x", Y, "symbolic: a loose inequality read the other way"),
+            ("a > x", "x < a", Y, "notation.inequality_interval: x is the variable, a the bound"),
+            ("a > x", "x > a", N, "notation.inequality_interval: the bound from the other side"),
         ],
     ),
     *_group(
