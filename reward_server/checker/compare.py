@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reward_server.checker.normalize import canonical
 from reward_server.checker.numbers import numbers_equal, numerals_equal
 from reward_server.checker.values import (
     Choice,
@@ -31,7 +30,7 @@ from reward_server.checker.values import (
     Numeral,
     Value,
     Words,
-    read_value,
+    value_of,
 )
 
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
@@ -49,7 +48,7 @@ class Verdict:
 def fast_equivalent(answer: str, reference: str) -> bool | None:
     """Exact equivalence of two answers without sympy, read from their text: True/False when
     the exact rules decide, None when the symbolic check must."""
-    return same_value(read_value(canonical(answer)), read_value(canonical(reference)))
+    return same_value(value_of(answer), value_of(reference))
 
 
 def same_value(a: Value, r: Value, depth: int = 0) -> bool | None:

@@ -269,6 +269,10 @@ def _kind(rel: str) -> tuple[bool, bool]:
     return rel.startswith(("<", "\\l")), rel in ("<", ">")
 
 
+# The letters that name unknowns; another letter in an inequality is a parameter ("x < a").
+_UNKNOWNS = "xyz"
+
+
 def inequality_interval(s: str) -> str:
     """``1 \\le x < 2`` -> ``[1, 2)``, ``x \\ge 0`` -> ``[0, \\infty)``, ``x \\in [a, b)`` ->
     ``[a, b)``, ``x \\ne 5`` -> ``(-\\infty, 5)\\cup(5, \\infty)``, ``-x > -1`` -> ``(-\\infty,
@@ -293,7 +297,7 @@ def inequality_interval(s: str) -> str:
         return f"{'(' if lo_open else '['}{lo.strip()}, {hi.strip()}{')' if hi_open else ']'}"
     sides = ((_ONE_RIGHT, True), (_ONE_LEFT, False))
     left = _ONE_LEFT.match(s)
-    if left is not None and left.group("x") in ("x", "y", "z"):
+    if left is not None and left.group("x") in _UNKNOWNS:
         sides = sides[::-1]  # "a > x": x is the variable, a its bound (a parameter)
     for pattern, var_left in sides:
         m = pattern.match(s)
@@ -311,7 +315,9 @@ def _two_unknowns(s: str) -> bool:
     """Whether an inequality names two of the letters that name unknowns (x, y, z) outside
     commands (``y < x``, ``x \\le 2y``): no interval of one variable, a relation between two.
     A bound in another letter is a parameter (``x < a`` is ``(-\\infty, a)``)."""
-    letters = re.findall(r"(?<![A-Za-z\\])[xyz](?![A-Za-z])", re.sub(r"\\[A-Za-z]+", " ", s))
+    letters = re.findall(
+        rf"(?<![A-Za-z\\])[{_UNKNOWNS}](?![A-Za-z])", re.sub(r"\\[A-Za-z]+", " ", s)
+    )
     return len(set(letters)) > 1
 
 

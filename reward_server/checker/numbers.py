@@ -251,11 +251,6 @@ def base_numeral(s: str) -> tuple[str, int | None] | None:
     return (digits, base) if base is not None or digits.isdigit() else None
 
 
-def base_equal(a: str, r: str) -> bool | None:
-    """``numerals_equal`` of two texts (``1011`` against ``1011_2``)."""
-    return numerals_equal(base_numeral(a), base_numeral(r))
-
-
 def numerals_equal(
     a: tuple[str, int | None] | None, r: tuple[str, int | None] | None
 ) -> bool | None:

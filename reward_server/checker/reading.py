@@ -20,7 +20,7 @@ from reward_server.checker import notation, policy, relations, sentence
 from reward_server.checker.normalize import canonical
 from reward_server.checker.numbers import parse_number
 from reward_server.checker.units import split_unit
-from reward_server.checker.values import Value, read_value, text_form
+from reward_server.checker.values import Value, text_form, value_of
 from reward_server.protocol import Reason
 
 
@@ -92,7 +92,7 @@ def statement(text: str) -> Statement:
     residue = relations.congruence_value(*congruence) if congruence is not None else None
     return Statement(
         text=text,
-        value=read_value(canonical(value_text)),
+        value=value_of(value_text),
         value_text=value_text,
         unit=unit,
         sides=sides,
@@ -102,13 +102,9 @@ def statement(text: str) -> Statement:
         words=words,
         side_statements=tuple(statement(side) for side in sides) if sides else None,
         steps=tuple(
-            (_step_value(left), _step_value(right))
+            (value_of(left), value_of(right))
             for left, right in relations.checked_steps(list(sides or ()))
         ),
         # a Reason is a str too: only a residue's text is read
         residue=residue if residue is None or isinstance(residue, Reason) else statement(residue),
     )
-
-
-def _step_value(side: str) -> Value:
-    return read_value(canonical(side))

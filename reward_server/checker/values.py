@@ -102,21 +102,22 @@ def read_value(text: str) -> Value:
         # "(a)3, (b)5", as notation.labelled_parts writes them; labels out of their order or
         # with a gap are no parts, whose order could be taken from their places
         items = (_PART.sub("", item) for item in split_top(text, ","))
-        return Group(text, "parts", tuple(_item(item) for item in items))
+        return Group(text, "parts", tuple(value_of(item) for item in items))
     structure = parse_structure(text)
     if structure is not None:
         kind, items = structure
         if kind in ("()", "set") and len(items) == 1:
-            return read_value(canonical(items[0]))
-        return Group(text, kind, tuple(_item(item) for item in items))
+            return value_of(items[0])
+        return Group(text, kind, tuple(value_of(item) for item in items))
     words = text_form(text)
     if words is not None:
         return Words(text, words, letters=letters)
     return Expression(text)
 
 
-def _item(text: str) -> Value:
-    """An item of a group, read as an answer of its own."""
+def value_of(text: str) -> Value:
+    """The value of an answer as written (a group's item, a side, a step): its canonical
+    spelling read."""
     return read_value(canonical(text))
 
 

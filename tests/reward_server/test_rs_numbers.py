@@ -229,5 +229,6 @@ BASE_EQUAL = [
 
 
 @pytest.mark.parametrize(("answer", "reference", "expected"), BASE_EQUAL)
-def test_base_equal(answer: str, reference: str, expected: bool | None) -> None:
-    assert numbers.base_equal(answer, reference) is expected
+def test_numerals_equal(answer: str, reference: str, expected: bool | None) -> None:
+    numerals = numbers.base_numeral(answer), numbers.base_numeral(reference)
+    assert numbers.numerals_equal(*numerals) is expected
