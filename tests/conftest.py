@@ -70,3 +70,4 @@ def docs_run(real_model, tmp_path_factory, request):
         report = run.report.markdown()
         (root / "documented-commands.md").write_text(report)
         print(f"\nThe documented commands, as run ({root / 'documented-commands.md'}):\n{report}")
+    run.release()

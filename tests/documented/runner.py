@@ -111,6 +111,13 @@ class DocsRun:
     def page(self, page: str) -> Session:
         return Session(self, page)
 
+    def release(self) -> None:
+        """Remove the user's environment and the clone (about 6 GB, both made again by a next
+        run); the logs and the report stay, so a failed run keeps what explains it."""
+        shutil.rmtree(self.user.root, ignore_errors=True)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.user.made = False
+
     def run_one(self, page: str, text: str) -> Ran:
         """The documented command of `page` whose text holds `text`, run now in a session of its
         own (a test that reads what one documented command made; the page's own run later finds
