@@ -1,6 +1,7 @@
 """Deciding: two answers read once (``reading``) compared by the exact rules (``compare``,
-``relations``, ``units``) in the calling process; what they leave is a pair for the symbolic
-check (``symbolic``, which the service runs in its verification workers).
+``relations``, ``units``) in the calling process; what they leave is a typed check for the
+symbolic worker (``pending.SymbolicCheck``, decided by ``symbolic``, which the service runs in
+its verification workers).
 """
 
 from __future__ import annotations
@@ -9,25 +10,26 @@ from reward_server.checker import relations
 from reward_server.checker.compare import Verdict, equal_values, fast_equivalent, same_value
 from reward_server.checker.guard import bomb, complexity_violation
 from reward_server.checker.normalize import canonical
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.checker.reading import Refused, Statement, read_statement
 from reward_server.checker.units import units_differ
 from reward_server.protocol import Reason
 
 
-def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
+def symbolic_equivalent(check: SymbolicCheck) -> tuple[bool, str]:
     """``symbolic.symbolic_equivalent``, imported on first use so that a process that only
     reads and decides (the server process) never loads sympy (the service's workers have it
     preloaded by their forkserver)."""
     from reward_server.checker import symbolic
 
-    return symbolic.symbolic_equivalent(answer, reference)
+    return symbolic.symbolic_equivalent(check)
 
 
 def precheck(
     answer: str, reference: str, *, max_chars: int = 1000, max_nesting: int = 40
-) -> Verdict | tuple[str, str]:
+) -> Verdict | SymbolicCheck:
     """The verdict when no symbolic check is needed (too big, refused by the answer policy,
-    or decided exactly), else the (answer, reference) pair the pool must decide."""
+    or decided exactly), else the check the pool must decide."""
     for text, who in ((answer, "answer"), (reference, "reference")):
         problem = complexity_violation(text, max_chars, max_nesting)
         problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
@@ -44,9 +46,10 @@ def precheck(
     return decide(answer_read, reference_read)
 
 
-def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]:
-    """The verdict on two read answers, or the (answer, reference) pair left for the symbolic
-    check (relations and units removed where they are decided here).
+def decide(answer: Statement, reference: Statement) -> Verdict | SymbolicCheck:
+    """The verdict on two read answers, or the check left for the symbolic worker: leaves of
+    the two readings, with the steps of a calculation and a congruence's sides typed apart
+    (relations and units removed where they are decided here).
 
     In order: the answer policy (a worded reference is compared as words instead); a
     congruence's residue; an equation against an equation (the sides, when both name the same
@@ -64,7 +67,9 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
         return _verdict(answer.words == reference.words)
     if answer.congruence is not None:
         if answer.residue is None:
-            return a, r
+            sides, modulus = answer.congruence
+            assert modulus is not None  # without one, a congruence reads as an equation
+            return SymbolicCheck(a, r, congruence=(sides, modulus))
         if isinstance(answer.residue, Reason):
             return Verdict(False, answer.residue)  # false_equation
         answer = answer.residue
@@ -75,7 +80,7 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
                 for x, y in ((answer, reference), (reference, answer))
             ):
                 # "\\cos x = ..." against "\\sin x = ...", "y = x" against "x = y": whole relations
-                return answer.text, r
+                return SymbolicCheck(answer.text, r)
             answer, reference = answer.side_statements[0], reference.side_statements[0]
     elif answer.side_statements is not None:
         if any(same_value(left, right) is False for left, right in answer.steps):
@@ -85,7 +90,8 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
             return Verdict(False, Reason.UNIT_MISMATCH)
         if not all(same_value(left, right) for left, right in answer.steps):
             # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
-            return " = ".join([*answer.sides[:-1], last.value_text]), r
+            steps = tuple((left.text, right.text) for left, right in answer.steps)
+            return SymbolicCheck(last.value_text, reference.value_text, steps=steps)
         answer = last
     if answer.unit is not None and reference.unit is not None and answer.unit != reference.unit:
         return Verdict(False, Reason.UNIT_MISMATCH)
@@ -93,7 +99,7 @@ def decide(answer: Statement, reference: Statement) -> Verdict | tuple[str, str]
         return _verdict(False)
     decided = equal_values(answer.value, reference.value)
     if decided is None:
-        return answer.value_text, reference.value_text
+        return SymbolicCheck(answer.value_text, reference.value_text)
     return _verdict(decided)
 
 
@@ -111,5 +117,5 @@ def equivalent_inline(
     pair = precheck(answer, reference, max_chars=max_chars, max_nesting=max_nesting)
     if isinstance(pair, Verdict):
         return pair
-    equal, reason = symbolic_equivalent(*pair)
+    equal, reason = symbolic_equivalent(pair)
     return Verdict(equal, reason)

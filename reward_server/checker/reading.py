@@ -8,7 +8,9 @@ returns what it states, or why it states nothing acceptable:
   its unit (``units.split_unit``) read into a typed value (``values.read_value``), and the
   answer policy's verdict on its words (``policy.word_problem``), each read once.
 
-``decide.decide`` then compares two statements (``compare.py`` for the values).
+``decide.decide`` then compares two statements (``compare.py`` for the values). The words of
+a response around its final answer are read here too (``joins_answer``, ``refusal``,
+``states_value``): the service reads a response's text only through this module.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class Statement:
     unit: str | None
     sides: tuple[str, ...] | None
     label: str | None
-    congruence: tuple[list[str], str | None] | None
+    congruence: tuple[tuple[str, ...], str | None] | None
     refusal: Reason | None
     words: str | None  # the whole answer as words (``values.text_form``), or None
     # Read from ``sides`` and ``congruence`` with them (equal texts have equal ones):
@@ -108,3 +110,20 @@ def statement(text: str) -> Statement:
         # a Reason is a str too: only a residue's text is read
         residue=residue if residue is None or isinstance(residue, Reason) else statement(residue),
     )
+
+
+def joins_answer(tail: str) -> bool:
+    """Whether the text right after a boxed answer is part of it: it states a value or refuses
+    one (``\\boxed{18} dollars``, ``\\boxed{7} or more``, ``\\boxed{9}, but that is wrong``);
+    text that does neither (``I hope it is correct.``) is not."""
+    return sentence.states_value(tail) or sentence.refusal(tail) is not None
+
+
+def refusal(words: str) -> Reason | None:
+    """Why the words before a boxed answer refuse it (``sentence.refusal``), or None."""
+    return sentence.refusal(words)
+
+
+def states_value(text: str) -> bool:
+    """Whether text after an answer block gives a value at all (``sentence.states_value``)."""
+    return sentence.states_value(text)

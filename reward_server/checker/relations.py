@@ -130,8 +130,8 @@ _MODULUS = re.compile(
 )
 
 
-def congruence(s: str) -> tuple[list[str], str | None] | None:
-    """(sides, modulus) of ``17 \\equiv 2 \\pmod 5`` (``[17, 2]``, ``5``), with a leading name
+def congruence(s: str) -> tuple[tuple[str, ...], str | None] | None:
+    """(sides, modulus) of ``17 \\equiv 2 \\pmod 5`` (``(17, 2)``, ``5``), with a leading name
     dropped as in an equation (``x \\equiv 2 \\pmod 5`` -> ``[2]``); None without ``\\equiv``.
 
     A congruence is not an equality: its last side answers only when every step holds modulo
@@ -142,14 +142,14 @@ def congruence(s: str) -> tuple[list[str], str | None] | None:
     m = _MODULUS.search(s)
     modulus = next((g for g in m.groups() if g), None) if m else None
     body = s[: m.start()] if m else s
-    sides = [side.strip() for side in _EQUIV.split(body)]
+    sides = tuple(side.strip() for side in _EQUIV.split(body))
     if len(sides) > 1 and (VARIABLE.fullmatch(sides[0]) or _names_a_quantity(sides[0])):
         sides = sides[1:]
     return sides, modulus
 
 
 def congruence_value(
-    sides: list[str], modulus: str | None, integer: Callable[[str], int | None] | None = None
+    sides: tuple[str, ...], modulus: str | None, integer: Callable[[str], int | None] | None = None
 ) -> Reason | str | None:
     """What a congruence answers: without a modulus it is an equation (``13 \\equiv 12`` reads as
     ``13 = 12``); with one, its last side when every step holds modulo it and that side is the

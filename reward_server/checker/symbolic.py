@@ -42,13 +42,8 @@ from sympy.functions.elementary.trigonometric import (
     TrigonometricFunction,
 )
 
-from reward_server.checker.relations import (
-    checked_steps,
-    congruence,
-    congruence_value,
-    split_equation,
-)
-from reward_server.checker.units import strip_text_unit
+from reward_server.checker.pending import SymbolicCheck
+from reward_server.checker.relations import congruence_value
 from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
@@ -92,7 +87,6 @@ def _parse_latex(text: str) -> tuple[Basic, ...]:
 
     Cached per worker: a reference is checked against each distinct answer of its group.
     """
-    text = strip_text_unit(text)
     parsed = parse(
         f"${text}$",
         extraction_config=[_LATEX_CONFIG],
@@ -278,26 +272,24 @@ def _elements_differ(gold: Basic, pred: Basic) -> bool:
     return False
 
 
-def symbolic_equivalent(answer: str, reference: str) -> tuple[bool, str]:
-    """math-verify's verdict on two canonical LaTeX answers. Runs inside a pool worker.
+def symbolic_equivalent(check: SymbolicCheck) -> tuple[bool, str]:
+    """math-verify's verdict on a check the exact rules left (``decide.decide``). Runs inside a
+    pool worker.
 
-    An answer written as a calculation (``20 - 8 = 12``) against a plain reference counts only
-    when every step holds and the last side is the reference: a false equation is no answer.
-    """
-    modular = congruence(answer)
-    if modular is not None and modular[1] is not None:
-        residue = congruence_value(*modular, integer=_integer)
+    An answer written as a calculation (``20 - 8 = 12``) counts only when every step holds and
+    its value is the reference's: a false equation is no answer. A congruence answers its least
+    residue when every step holds modulo its modulus (``relations.congruence_value``, with the
+    sides evaluated here)."""
+    answer, reference = check.answer, check.reference
+    if check.congruence is not None:
+        residue = congruence_value(*check.congruence, integer=_integer)
         if residue is None or residue == Reason.FALSE_EQUATION:
             return False, Reason.FALSE_EQUATION
-        return _one_symbolic(residue, reference)
-    split = split_equation(answer) if "=" not in reference else None
-    sides = split[1] if split is not None else None
-    if sides is not None and len(sides) > 1 and all(sides):
-        for left, right in checked_steps(sides):
-            equal, reason = _one_symbolic(left, right)
-            if not equal:
-                return False, Reason.FALSE_EQUATION if reason == Reason.NOT_EQUIVALENT else reason
-        return _one_symbolic(sides[-1], reference)
+        answer = residue
+    for left, right in check.steps:
+        equal, reason = _one_symbolic(left, right)
+        if not equal:
+            return False, Reason.FALSE_EQUATION if reason == Reason.NOT_EQUIVALENT else reason
     return _one_symbolic(answer, reference)
 
 
@@ -333,7 +325,7 @@ def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
 _WARM_UP = (
     ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}"),
     ("(x+1)^2", "x^2+2x+1"),
-    ("y=2x+3", "2x+3"),
+    ("y=x", "x=y"),
     ("(-\\infty,0)\\cup(1,\\infty)", "(-\\infty,0)\\cup(1,\\infty)"),
     ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),
     ("\\{1,2\\}", "1,2"),
@@ -346,6 +338,6 @@ def warm_up() -> None:
     """Run representative checks once: sympy and the ANTLR parser are slow on first use."""
     for answer, reference in _WARM_UP:
         try:
-            symbolic_equivalent(answer, reference)
+            symbolic_equivalent(SymbolicCheck(answer, reference))
         except Exception:
             log.debug("warm-up check failed", exc_info=True)

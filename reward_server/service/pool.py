@@ -47,11 +47,12 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
 
-Target = Callable[[str, str], tuple[bool, str]]
+Target = Callable[[SymbolicCheck], tuple[bool, str]]
 
 _STARTUP_TIMEOUT_S = 120.0  # a cold start imports sympy + ANTLR; generous on a loaded machine
 # Tries of each worker's first start: a forkserver left dying by the pool before (its thread
@@ -108,7 +109,7 @@ def _name_process(name: str) -> None:
 def _worker_main(
     conn: Connection, target: Target, hang_answer: str | None, memory_mb: int, cpu_s: float
 ) -> None:
-    """Worker loop: receive (job_id, answer, reference), send (job_id, equal, reason, CPU
+    """Worker loop: receive (job_id, check), send (job_id, equal, reason, CPU
     seconds the check used, the name of the exception it raised or None). A check that uses
     ``cpu_s`` of CPU time ends this process."""
     die_with_parent()
@@ -133,7 +134,7 @@ def _worker_main(
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
-        target("1", "1")  # import and warm the parser before reporting ready
+        target(SymbolicCheck("1", "1"))  # import and warm the parser before reporting ready
     except Exception:
         log.exception("verification worker warm-up failed")
     conn.send(("ready", os.getpid()))
@@ -144,17 +145,17 @@ def _worker_main(
             return  # the server went away
         if msg is None:
             return
-        job_id, answer, reference = msg
+        job_id, check = msg
         fatal = False
         error = None
         cpu0 = time.process_time()
         if budget:
             signal.setitimer(signal.ITIMER_PROF, cpu_s)  # counts this process's CPU time only
         try:
-            if hang_answer is not None and answer == hang_answer:
+            if hang_answer is not None and check.answer == hang_answer:
                 while True:  # test hook: behave like a hung sympy call, which burns CPU
                     pass
-            equal, reason = target(answer, reference)
+            equal, reason = target(check)
         except Exception as exc:  # a parser bug (or the memory limit) costs one answer
             equal, reason, error = False, Reason.CHECK_ERROR, type(exc).__name__
             fatal = isinstance(exc, MemoryError)  # the heap may be unusable: start afresh
@@ -183,8 +184,7 @@ class _Job:
     when its caller stops waiting, counted from when the answer arrived. ``client``: who asked
     (the fair queue's key)."""
 
-    answer: str
-    reference: str
+    check: SymbolicCheck
     fut: asyncio.Future[PoolResult]
     queued_at: float
     deadline: float
@@ -334,11 +334,11 @@ def _context() -> mp.context.BaseContext:
 
 
 class VerifierPool:
-    """``size`` worker processes running ``target(answer, reference)``, each check bounded by
+    """``size`` worker processes running ``target(check)``, each check bounded by
     ``timeout_s`` of its worker's CPU time and by ``wall_timeout_s`` of wall-clock time from the
     answer's arrival (default ``WALL_NET_FACTOR`` CPU budgets).
 
-    Use from one event loop: ``await start()``, ``await run(a, r)``, ``await close()``.
+    Use from one event loop: ``await start()``, ``await run(check)``, ``await close()``.
     """
 
     def __init__(
@@ -475,13 +475,12 @@ class VerifierPool:
 
     async def run(
         self,
-        answer: str,
-        reference: str,
+        check: SymbolicCheck,
         *,
         deadline: float | None = None,
         client: Hashable = None,
     ) -> PoolResult:
-        """Check one pair; a timeout or crashed worker gives ``equal=False``.
+        """Run one check; a timeout or crashed worker gives ``equal=False``.
 
         The check gets ``timeout_s`` of its worker's CPU time, however long it waits for a
         worker or for a CPU. ``deadline`` (``time.perf_counter()``) is the caller's: one CPU
@@ -498,7 +497,7 @@ class VerifierPool:
         arrived = now if deadline is None else deadline - self._timeout_s
         net = arrived + self._wall_timeout_s
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
-        job = _Job(answer, reference, fut, now, net, client)
+        job = _Job(check, fut, now, net, client)
         self._queue.put(job)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), max(0.0, net - now))
@@ -583,7 +582,7 @@ class VerifierPool:
         fut = job.fut
         for run in range(1, _MAX_RUNS_WHEN_LOST + 1):
             try:
-                result, cpu = await self._ask(worker, job.answer, job.reference, job.deadline)
+                result, cpu = await self._ask(worker, job.check, job.deadline)
             except _WorkerLost as lost:
                 if lost.cause is not None:
                     self._on_timeout(lost.cause)
@@ -616,14 +615,14 @@ class VerifierPool:
         return worker
 
     async def _ask(
-        self, worker: _Worker, answer: str, reference: str, deadline: float
+        self, worker: _Worker, check: SymbolicCheck, deadline: float
     ) -> tuple[PoolResult, float]:
         """One run of a check on ``worker``: its result and the CPU seconds it used; raises
         ``_WorkerLost`` when the worker ends first (its budget, the net, or a crash)."""
         loop = asyncio.get_running_loop()
         job_id = next(self._ids)
         try:
-            worker.conn.send((job_id, answer, reference))
+            worker.conn.send((job_id, check))
         except (OSError, ValueError) as exc:
             raise _WorkerLost(Reason.WORKER_ERROR) from exc
         readable: asyncio.Future[None] = loop.create_future()

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from reward_server.checker import sentence
+from reward_server.checker import reading
 from reward_server.checker.compare import Verdict
 from reward_server.checker.extract import extract_reference, split_query, unwrap_math
 from reward_server.checker.format import (
@@ -38,6 +38,7 @@ from reward_server.checker.format import (
     opens_reasoning,
     parse,
 )
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import (
     ACCURACY_CORRECT,
     FORMAT_MAX,
@@ -86,7 +87,7 @@ RAW_ANSWER_FACTOR = 2
 # many distinct ones are several answers, whatever they state.
 MAX_OTHER_ANSWERS = 16
 
-Check = Verdict | tuple[str, str]  # a precheck's result: a verdict, or the pair for the pool
+Check = Verdict | SymbolicCheck  # a precheck's result: a verdict, or the pool's check
 Row = TypeVar("Row")
 Read = TypeVar("Read")
 
@@ -323,7 +324,7 @@ class Scorer:
                 # when it holds anything like a value, as text after an answer block does.
                 joins = _ANY_VALUE.search(tail) is not None
             else:
-                joins = sentence.states_value(tail) or sentence.refusal(tail) is not None
+                joins = reading.joins_answer(tail)
             if joins:
                 answer = f"{answer} {tail}"
         return self._unwrapped(answer)
@@ -353,7 +354,7 @@ class Scorer:
         if not (parsed.lead or parsed.others or parsed.after):
             return None, (), None  # the paper format's answer block, alone
         lead = _shorten(parsed.lead)[-self._max_chars :]  # the words nearest the box
-        refused = sentence.refusal(lead) if lead.strip() else None
+        refused = reading.refusal(lead) if lead.strip() else None
         if refused is not None:
             return refused, (), None
         values = dict.fromkeys(self._unwrapped(other) for other in parsed.others)
@@ -369,7 +370,7 @@ class Scorer:
             if _ANY_VALUE.search(trailing):
                 return None, others, Verdict(False, Reason.ANSWER_NOT_LAST)
             return None, others, None
-        if not sentence.states_value(trailing):
+        if not reading.states_value(trailing):
             return None, others, None
         return None, others, self._precheck(trailing, reference)
 

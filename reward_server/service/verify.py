@@ -13,12 +13,13 @@ from collections.abc import Callable, Hashable
 
 from reward_server.checker.compare import Verdict
 from reward_server.checker.decide import precheck
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import NOT_COMPUTED, Reason
 from reward_server.service.pool import CAUSE_CPU, PoolResult, VerifierPool
 
 log = logging.getLogger(__name__)
 
-_TIMEOUTS_REMEMBERED = 10_000  # pairs that timed out once, waiting to see whether they repeat
+_TIMEOUTS_REMEMBERED = 10_000  # checks that timed out once, waiting to see whether they repeat
 
 
 class Verifier:
@@ -45,19 +46,19 @@ class Verifier:
         on_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self._pool = pool
-        self._cache: OrderedDict[tuple[str, str], PoolResult] = OrderedDict()
+        self._cache: OrderedDict[SymbolicCheck, PoolResult] = OrderedDict()
         self._cache_size = cache_size
-        self._inflight: dict[tuple[str, str], asyncio.Future[PoolResult]] = {}
-        self._timed_out_once: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._inflight: dict[SymbolicCheck, asyncio.Future[PoolResult]] = {}
+        self._timed_out_once: OrderedDict[SymbolicCheck, None] = OrderedDict()
         self._max_chars = max_chars
         self._max_nesting = max_nesting
         self._on_cache = on_cache or (lambda hit: None)
         # (stage, exception name) of a check that raised in its worker, each time one does
         self._on_error = on_error or (lambda stage, error: None)
 
-    def precheck(self, answer: str, reference: str) -> Verdict | tuple[str, str]:
-        """The verdict when no symbolic check is needed (``decide.precheck``), else the
-        (answer, reference) pair the pool must decide."""
+    def precheck(self, answer: str, reference: str) -> Verdict | SymbolicCheck:
+        """The verdict when no symbolic check is needed (``decide.precheck``), else the check
+        the pool must decide."""
         return precheck(answer, reference, max_chars=self._max_chars, max_nesting=self._max_nesting)
 
     async def check(
@@ -74,7 +75,7 @@ class Verifier:
 
     async def resolve(
         self,
-        key: Verdict | tuple[str, str],
+        key: Verdict | SymbolicCheck,
         deadline: float | None = None,
         client: Hashable = None,
     ) -> Verdict:
@@ -98,7 +99,7 @@ class Verifier:
         fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            result = await self._pool.run(key[0], key[1], deadline=deadline, client=client)
+            result = await self._pool.run(key, deadline=deadline, client=client)
         except asyncio.CancelledError:
             fut.set_result(PoolResult(False, Reason.WORKER_ERROR))  # release the followers
             raise
@@ -116,7 +117,7 @@ class Verifier:
                 self._cache.popitem(last=False)
         return Verdict(result.equal, result.reason)
 
-    def _cacheable(self, key: tuple[str, str], result: PoolResult) -> bool:
+    def _cacheable(self, key: SymbolicCheck, result: PoolResult) -> bool:
         if result.reason in NOT_COMPUTED:
             return False  # the machine's state, not the answer's: ask again next time
         if result.reason != Reason.TIMEOUT or result.cause != CAUSE_CPU:

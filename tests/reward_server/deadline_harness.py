@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import checker_corpus  # tests/reward_server/, on sys.path (conftest.py or the benchmark)
 import realistic_corpus
 
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import formatted
 
 # Answers that would hold a verification worker for its whole timeout without the cost guard.
@@ -121,11 +122,12 @@ def timeouts_by_cause(url: str) -> dict[str, float]:
     return {m[1]: float(m[2]) for m in re.finditer(pattern, text, re.MULTILINE)}
 
 
-def paced_check(answer: str, reference: str) -> tuple[bool, str]:
+def paced_check(check: SymbolicCheck) -> tuple[bool, str]:
     """A pool target whose cost the answer sets: ``sleep:S`` waits S seconds without using CPU
     (a check starved of CPU on a busy machine), ``burn:S`` uses S seconds of CPU time;
     ``burn:inf`` never ends; ``crash:N`` ends its worker. Equal when the answer is the
     reference."""
+    answer, reference = check.answer, check.reference
     kind, _, seconds = answer.partition(":")
     if kind == "crash":  # ends its worker, as a parser that segfaults would
         os._exit(1)

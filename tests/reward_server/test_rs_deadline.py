@@ -14,6 +14,7 @@ import time
 import deadline_harness as DEADLINE  # tests/reward_server/, on sys.path (see conftest.py)
 import pytest
 
+from reward_server.checker.compare import Verdict
 from reward_server.checker.guard import bomb
 from reward_server.service.verify import Verifier
 
@@ -27,10 +28,10 @@ def test_bombs_are_refused_without_a_worker(answer: str) -> None:
     start = time.perf_counter()
     verdict = Verifier(None).precheck(answer, "7")  # no pool: a worker was never an option
     assert time.perf_counter() - start < 0.05
-    assert not isinstance(verdict, tuple) and not verdict.equal
+    assert isinstance(verdict, Verdict) and not verdict.equal
     assert verdict.reason.startswith("answer_huge_"), verdict
     reference = Verifier(None).precheck("7", answer)
-    assert not isinstance(reference, tuple) and reference.reason.startswith("reference_huge_")
+    assert isinstance(reference, Verdict) and reference.reason.startswith("reference_huge_")
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import pytest
 
 from reward_server.checker.compare import Verdict, fast_equivalent
 from reward_server.checker.decide import decide
+from reward_server.checker.pending import SymbolicCheck as Check
 from reward_server.checker.reading import Statement, read_statement
 from reward_server.protocol import Reason
 
@@ -86,7 +87,7 @@ DECIDE = [
         "x \\equiv y \\pmod 5",
         "2",
         False,
-        ("x\\equiv y\\pmod5", "2"),
+        Check("x\\equiv y\\pmod5", "2", congruence=(("y",), "5")),
         id="congruence_not_integers_to_pool:x = y mod 5",
     ),
     # an equation against an equation: the sides, when both name the same quantity
@@ -100,14 +101,14 @@ DECIDE = [
         "x = \\sqrt{2}",
         "y = 2^{1/2}",
         False,
-        ("\\sqrt{2}", "2^{1/2}"),
+        Check("\\sqrt{2}", "2^{1/2}"),
         id="equations_sides_to_pool:\\sqrt{2}|2^{1/2}",
     ),
     pytest.param(
         "\\cos x = \\frac12",
         "\\sin x = \\frac12",
         False,
-        ("\\cos x=\\frac{1}{2}", "\\sin x=\\frac{1}{2}"),
+        Check("\\cos x=\\frac{1}{2}", "\\sin x=\\frac{1}{2}"),
         id="equations_different_quantity_to_pool:\\cos x|\\sin x",
     ),
     pytest.param(
@@ -158,7 +159,7 @@ DECIDE = [
         "\\sqrt{9+16} = 5 cm",
         "5",
         False,
-        ("\\sqrt{9+16} = 5", "5"),
+        Check("5", "5", steps=(("\\sqrt{9+16}", "5"),)),
         id="calculation_undecided_step_to_pool:\\sqrt{9+16} = 5 cm|5",
     ),
     pytest.param(
@@ -182,12 +183,16 @@ DECIDE = [
     pytest.param("(1,2)", "(2,1)", False, NOT_EQUAL, id="values:(1,2)|(2,1)"),
     pytest.param("x = 1, x = 2", "1, 2", False, EQUAL, id="values_roots:x = 1, x = 2|1, 2"),
     pytest.param(
-        "\\sqrt{2}", "1.414", False, ("\\sqrt{2}", "1.414"), id="values_to_pool:\\sqrt{2}|1.414"
+        "\\sqrt{2}",
+        "1.414",
+        False,
+        Check("\\sqrt{2}", "1.414"),
+        id="values_to_pool:\\sqrt{2}|1.414",
     ),
-    pytest.param("x^2", "x \\cdot x", False, ("x^2", "x\\cdot x"), id="values_to_pool:x^2"),
-    pytest.param("(1, 2)", "1, 2", False, ("(1, 2)", "1, 2"), id="values_to_pool:tuple|list"),
+    pytest.param("x^2", "x \\cdot x", False, Check("x^2", "x\\cdot x"), id="values_to_pool:x^2"),
+    pytest.param("(1, 2)", "1, 2", False, Check("(1, 2)", "1, 2"), id="values_to_pool:tuple|list"),
     pytest.param(
-        "5 cm", "\\sqrt{25} cm", False, ("5", "\\sqrt{25}"), id="values_to_pool_units_removed"
+        "5 cm", "\\sqrt{25} cm", False, Check("5", "\\sqrt{25}"), id="values_to_pool_units_removed"
     ),
     # a sentence is decided on the value it states
     pytest.param("Janet makes $18 every day.", "18", False, EQUAL, id="sentence_answer:$18|18"),
@@ -198,9 +203,7 @@ DECIDE = [
 
 
 @pytest.mark.parametrize(("answer", "reference", "as_written", "expected"), DECIDE)
-def test_decide(
-    answer: str, reference: str, as_written: bool, expected: Verdict | tuple[str, str]
-) -> None:
+def test_decide(answer: str, reference: str, as_written: bool, expected: Verdict | Check) -> None:
     answer_read = read_statement(answer, fast_equivalent, as_written=as_written)
     reference_read = read_statement(reference, fast_equivalent, reference=True)
     assert isinstance(answer_read, Statement)

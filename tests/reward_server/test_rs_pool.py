@@ -14,6 +14,7 @@ from deadline_harness import paced_check  # tests/reward_server/, on sys.path (c
 from reliability_harness import HANG, forkserver_pid
 
 from reward_server.checker.decide import symbolic_equivalent
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.service.metrics import Metrics
 from reward_server.service.pool import VerifierPool
 from reward_server.service.verify import Verifier
@@ -83,11 +84,11 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
         try:
             before = _worker_pids(pool)
             t0 = time.perf_counter()
-            hung = asyncio.create_task(pool.run(HANG, "1"))
+            hung = asyncio.create_task(pool.run(SymbolicCheck(HANG, "1")))
             # Meanwhile the other worker keeps answering real symbolic checks.
             answered = []
             for k in range(2, 12):
-                res = await pool.run(f"\\sqrt{{{k * k}}}", str(k))
+                res = await pool.run(SymbolicCheck(f"\\sqrt{{{k * k}}}", str(k)))
                 answered.append((res.equal, time.perf_counter() - t0))
             result = await hung
             elapsed = time.perf_counter() - t0
@@ -106,7 +107,7 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
             killed = (before - after).pop()
             assert not _alive(killed)
             # The replacement works.
-            assert (await pool.run("\\frac{2}{4}", "0.5")).equal
+            assert (await pool.run(SymbolicCheck("\\frac{2}{4}", "0.5"))).equal
         finally:
             await pool.close()
         assert restarts == [REASON_OF_CAUSE[causes[0]]] and len(causes) == 1
@@ -207,13 +208,13 @@ def test_close_kills_every_worker_and_rejects_new_work() -> None:
         pool = _pool(size=2)
         await pool.start()
         pids = list(_worker_pids(pool))
-        hung = asyncio.create_task(pool.run(HANG, "1"))
+        hung = asyncio.create_task(pool.run(SymbolicCheck(HANG, "1")))
         await asyncio.sleep(0.2)
         await pool.close()
         assert (await hung).equal is False
         assert not any(_alive(pid) for pid in pids)
         try:
-            await pool.run("1", "1")
+            await pool.run(SymbolicCheck("1", "1"))
         except RuntimeError:
             pass
         else:
@@ -230,7 +231,9 @@ def test_workers_are_recycled_after_max_tasks() -> None:
         await pool.start()
         try:
             for k in range(7):
-                assert (await pool.run(f"\\sqrt{{{(k + 2) ** 2}}}", str(k + 2))).equal
+                assert (
+                    await pool.run(SymbolicCheck(f"\\sqrt{{{(k + 2) ** 2}}}", str(k + 2)))
+                ).equal
         finally:
             await pool.close()
 
@@ -270,7 +273,9 @@ def test_an_idle_worker_killed_from_outside_is_replaced_at_once() -> None:
                     break
                 await asyncio.sleep(0.01)
             assert _worker_pids(pool) == (before - {victim}) | {fresh}
-            results = [await pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 8)]
+            results = [
+                await pool.run(SymbolicCheck(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 8)
+            ]
             assert all(r.equal and r.reason == "equivalent" for r in results), results
         finally:
             await pool.close()
@@ -329,7 +334,7 @@ def test_a_forkserver_that_dies_while_starting_a_worker_is_started_again() -> No
             stop_forkserver_at_next_drop.append(server)
             # The worker answers, is recycled, and its slot asks the stopped forkserver for a
             # replacement.
-            assert (await pool.run("\\frac{2}{4}", "0.5")).equal
+            assert (await pool.run(SymbolicCheck("\\frac{2}{4}", "0.5"))).equal
             for _ in range(100):
                 if not stop_forkserver_at_next_drop:
                     break
@@ -343,7 +348,9 @@ def test_a_forkserver_that_dies_while_starting_a_worker_is_started_again() -> No
                 await asyncio.sleep(0.05)
             assert _live_workers(pool) == 2
             assert all(not slot.done() for slot in pool._slots), "a dispatch slot ended"
-            results = [await pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 8)]
+            results = [
+                await pool.run(SymbolicCheck(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 8)
+            ]
             assert all(r.equal for r in results), results
         finally:
             await pool.close()
@@ -369,7 +376,7 @@ def test_a_slot_that_fails_is_logged_and_replaced(caplog: pytest.LogCaptureFixtu
 
         pool._check = failing_once
         try:
-            first = await pool.run("\\frac{2}{4}", "0.5")
+            first = await pool.run(SymbolicCheck("\\frac{2}{4}", "0.5"))
             assert (first.equal, first.reason) == (False, "worker_error")  # its caller answered
             for _ in range(200):
                 if _live_workers(pool) == 2:
@@ -378,7 +385,7 @@ def test_a_slot_that_fails_is_logged_and_replaced(caplog: pytest.LogCaptureFixtu
             assert _live_workers(pool) == 2
             assert sum(not slot.done() for slot in pool._slots) == 2
             results = await asyncio.gather(
-                *(pool.run(f"\\sqrt{{{k * k}}}", str(k)) for k in range(2, 10))
+                *(pool.run(SymbolicCheck(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 10))
             )
             assert all(r.equal for r in results), results
         finally:
@@ -411,7 +418,7 @@ def test_a_busy_worker_killed_runs_the_check_again_within_the_wall_net() -> None
             seen = _worker_pids(pool)
             pid = next(iter(seen))
             t0 = time.perf_counter()
-            hung = asyncio.create_task(pool.run("sleep:100", "1"))
+            hung = asyncio.create_task(pool.run(SymbolicCheck("sleep:100", "1")))
             kills = 0
             while kills < 20:  # kill whichever worker holds the check, every 0.3 s
                 await asyncio.sleep(0.3)
@@ -433,7 +440,7 @@ def test_a_busy_worker_killed_runs_the_check_again_within_the_wall_net() -> None
             assert restarts[:kills] == ["worker_error"] * kills, restarts
             assert set(restarts[kills:]) <= {"wall_timeout"} and len(reruns) in (kills - 1, kills)
             # The pool is whole again and serves.
-            assert (await pool.run("burn:0.01", "burn:0.01")).equal
+            assert (await pool.run(SymbolicCheck("burn:0.01", "burn:0.01"))).equal
             assert len(pool._procs) == 1
         finally:
             await pool.close()
@@ -453,7 +460,7 @@ def test_the_wall_net_runs_from_arrival_not_from_when_a_worker_is_free() -> None
             t0 = time.perf_counter()
 
             async def timed() -> tuple[str, float]:
-                result = await pool.run("sleep:100", "1")
+                result = await pool.run(SymbolicCheck("sleep:100", "1"))
                 return result.reason, time.perf_counter() - t0
 
             results = await asyncio.gather(*(timed() for _ in range(5)))
@@ -468,7 +475,7 @@ def test_the_wall_net_runs_from_arrival_not_from_when_a_worker_is_free() -> None
                     break
                 await asyncio.sleep(0.05)
             t1 = time.perf_counter()
-            late = await pool.run("sleep:100", "1", deadline=t1 - 0.3 + 0.5)
+            late = await pool.run(SymbolicCheck("sleep:100", "1"), deadline=t1 - 0.3 + 0.5)
             assert late.reason == "wall_timeout" and 0.6 < time.perf_counter() - t1 < 1.2
         finally:
             await pool.close()
@@ -494,10 +501,10 @@ def test_a_check_slowed_for_want_of_cpu_keeps_its_verdict_until_the_wall_net() -
         )
         await pool.start()
         try:
-            slow = await pool.run("sleep:1.0", "sleep:1.0")
+            slow = await pool.run(SymbolicCheck("sleep:1.0", "sleep:1.0"))
             assert (slow.equal, slow.reason) == (True, "equivalent")
             t0 = time.perf_counter()
-            stuck = await pool.run("sleep:100", "sleep:100")
+            stuck = await pool.run(SymbolicCheck("sleep:100", "sleep:100"))
             assert (stuck.equal, stuck.reason) == (False, "wall_timeout")
             assert time.perf_counter() - t0 >= 3.0  # never cut before the net
         finally:
@@ -524,11 +531,11 @@ def test_a_check_that_burns_cpu_is_ended_at_its_cpu_budget() -> None:
         )
         await pool.start()
         try:
-            within = await pool.run("burn:0.2", "burn:0.2")
+            within = await pool.run(SymbolicCheck("burn:0.2", "burn:0.2"))
             assert (within.equal, within.reason) == (True, "equivalent")
-            over = await pool.run("burn:inf", "burn:inf")
+            over = await pool.run(SymbolicCheck("burn:inf", "burn:inf"))
             assert (over.equal, over.reason) == (False, "timeout")
-            assert (await pool.run("burn:0.01", "burn:0.01")).equal
+            assert (await pool.run(SymbolicCheck("burn:0.01", "burn:0.01"))).equal
         finally:
             await pool.close()
 
@@ -544,7 +551,7 @@ def test_a_real_slow_symbolic_answer_is_ended_at_its_cpu_budget() -> None:
         pool = _pool(size=1, timeout_s=0.5, wall_timeout_s=60.0, on_timeout=causes.append)
         await pool.start()
         try:
-            result = await pool.run("\\int e^{x^{2}} \\sin(x^{3}) dx", "1")
+            result = await pool.run(SymbolicCheck("\\int e^{x^{2}} \\sin(x^{3}) dx", "1"))
             assert (result.equal, result.reason) == (False, "timeout")
         finally:
             await pool.close()
@@ -562,7 +569,7 @@ def test_waiting_for_a_worker_does_not_count_against_the_budget() -> None:
         await pool.start()
         try:
             results = await asyncio.gather(
-                *(pool.run(f"burn:0.3{k}", f"burn:0.3{k}") for k in range(4))
+                *(pool.run(SymbolicCheck(f"burn:0.3{k}", f"burn:0.3{k}")) for k in range(4))
             )
             assert [(r.equal, r.reason) for r in results] == [(True, "equivalent")] * 4
         finally:
@@ -590,13 +597,16 @@ def test_timeouts_are_counted_by_cause_in_the_metrics() -> None:
         )
         await pool.start()
         try:
-            assert (await pool.run("burn:inf", "1", deadline=_far())).reason == "timeout"  # cpu
+            assert (
+                await pool.run(SymbolicCheck("burn:inf", "1"), deadline=_far())
+            ).reason == "timeout"  # cpu
             # One check holds the only worker past the net; the one behind it never gets it.
             stuck, queued = await asyncio.gather(
-                pool.run("sleep:100", "1"), pool.run("burn:0.01", "burn:0.01")
+                pool.run(SymbolicCheck("sleep:100", "1")),
+                pool.run(SymbolicCheck("burn:0.01", "burn:0.01")),
             )
             assert (stuck.reason, queued.reason) == ("wall_timeout", "queue_timeout")
-            assert (await pool.run("burn:0.1", "burn:0.1", deadline=_far())).equal
+            assert (await pool.run(SymbolicCheck("burn:0.1", "burn:0.1"), deadline=_far())).equal
         finally:
             await pool.close()
 
@@ -624,7 +634,7 @@ def _finishing_order(first: list[tuple[str, str]], then: list[tuple[str, str]]) 
         await pool.start()
 
         async def run(answer: str, client: str) -> None:
-            assert (await pool.run(answer, answer, client=client)).equal
+            assert (await pool.run(SymbolicCheck(answer, answer), client=client)).equal
             done.append(client)
 
         try:
