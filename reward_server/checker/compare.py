@@ -30,7 +30,6 @@ from reward_server.checker.values import (
     Numeral,
     Value,
     Words,
-    value_of,
 )
 
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
@@ -43,12 +42,6 @@ class Verdict:
     equal: bool
     reason: str  # a Reason value
     cached: bool = False
-
-
-def fast_equivalent(answer: str, reference: str) -> bool | None:
-    """Exact equivalence of two answers without sympy, read from their text: True/False when
-    the exact rules decide, None when the symbolic check must."""
-    return same_value(value_of(answer), value_of(reference))
 
 
 def same_value(a: Value, r: Value, depth: int = 0) -> bool | None:

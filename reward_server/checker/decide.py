@@ -7,7 +7,7 @@ its verification workers).
 from __future__ import annotations
 
 from reward_server.checker import relations
-from reward_server.checker.compare import Verdict, equal_values, fast_equivalent, same_value
+from reward_server.checker.compare import Verdict, equal_values, same_value
 from reward_server.checker.guard import bomb, complexity_violation
 from reward_server.checker.normalize import canonical
 from reward_server.checker.pending import SymbolicCheck
@@ -35,12 +35,12 @@ def precheck(
         problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
         if problem is not None:
             return Verdict(False, Reason(f"{who}_{problem}"))
-    reference_read = read_statement(reference, fast_equivalent, reference=True)
+    reference_read = read_statement(reference, same_value, reference=True)
     assert isinstance(reference_read, Statement)  # a reference is never refused
     # A worded reference ("no solution") is compared as words, so its answers are never
     # read as sentences; nor is an answer spelled as the reference is.
     as_written = reference_read.words is not None or canonical(answer) == canonical(reference)
-    answer_read = read_statement(answer, fast_equivalent, as_written=as_written)
+    answer_read = read_statement(answer, same_value, as_written=as_written)
     if isinstance(answer_read, Refused):
         return Verdict(False, answer_read.reason)
     return decide(answer_read, reference_read)

@@ -57,11 +57,12 @@ from reward_server.checker.normalize import canonical
 from reward_server.checker.numbers import number_word_value
 from reward_server.checker.relations import checked_steps, split_equation
 from reward_server.checker.units import UNIT_NAMES, UNIT_WORDS, split_unit
+from reward_server.checker.values import Value, value_of
 from reward_server.protocol import Reason
 
-# Whether two values an answer states are one value by the exact rules: the comparison the
-# decision hands the reader (reading does not import comparing).
-SameValue = Callable[[str, str], bool | None]
+# Whether two values an answer states, read here, are one value by the exact rules: the
+# comparison the decision hands the reader (reading does not import comparing).
+SameValue = Callable[[Value, Value], bool | None]
 
 
 @dataclass(frozen=True)
@@ -360,7 +361,7 @@ def _remarked_value(text: str, same_value: SameValue) -> Reading | None:
 def read(text: str, same_value: SameValue) -> Reading:
     """The one value ``text`` states (with its unit), or the reason it states none.
     ``same_value``: whether two values it states are one value by the exact rules (the
-    decision passes ``compare.fast_equivalent``): a restatement (``3/4, or 0.75``) is one
+    decision passes ``compare.same_value``): a restatement (``3/4, or 0.75``) is one
     candidate, and a step of the working between numbers that is not equal is false."""
     remarked = _remarked_value(text, same_value)
     if remarked is not None:
@@ -671,11 +672,13 @@ def _false_step(text: str, same_value: SameValue) -> bool:
     if "=" not in text:
         return False
     split = split_equation(canonical(text))
-    return split is not None and any(same_value(a, b) is False for a, b in checked_steps(split[1]))
+    return split is not None and any(
+        same_value(value_of(a), value_of(b)) is False for a, b in checked_steps(split[1])
+    )
 
 
 def _restatements(values: list[str], same_value: SameValue) -> bool:
     """Whether every candidate states the first one's value, by the exact rules (``18``,
     ``$18``, ``18 dollars``; ``\\frac{3}{4}`` and ``0.75``; ``0.25`` and ``25%``)."""
-    first = split_unit(canonical(values[0]))[0]
-    return all(same_value(split_unit(canonical(v))[0], first) for v in values[1:])
+    first = value_of(split_unit(canonical(values[0]))[0])
+    return all(same_value(value_of(split_unit(canonical(v))[0]), first) for v in values[1:])

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from reward_server.checker.compare import equal_values, fast_equivalent
-from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words
+from reward_server.checker.compare import equal_values, same_value
+from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words, value_of
 
 # (answer, reference, the exact verdict: True, False or None for undecided).
 FAST_EQUIVALENT = [
@@ -117,8 +117,8 @@ FAST_EQUIVALENT = [
 
 
 @pytest.mark.parametrize(("answer", "reference", "expected"), FAST_EQUIVALENT)
-def test_fast_equivalent(answer: str, reference: str, expected: bool | None) -> None:
-    assert fast_equivalent(answer, reference) is expected
+def test_same_value_of_answers(answer: str, reference: str, expected: bool | None) -> None:
+    assert same_value(value_of(answer), value_of(reference)) is expected
 
 
 HALF = Number("0.5", Fraction(1, 2), False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_server.checker.compare import Verdict, fast_equivalent
+from reward_server.checker.compare import Verdict, same_value
 from reward_server.checker.decide import decide
 from reward_server.checker.pending import SymbolicCheck as Check
 from reward_server.checker.reading import Statement, read_statement
@@ -204,8 +204,8 @@ DECIDE = [
 
 @pytest.mark.parametrize(("answer", "reference", "as_written", "expected"), DECIDE)
 def test_decide(answer: str, reference: str, as_written: bool, expected: Verdict | Check) -> None:
-    answer_read = read_statement(answer, fast_equivalent, as_written=as_written)
-    reference_read = read_statement(reference, fast_equivalent, reference=True)
+    answer_read = read_statement(answer, same_value, as_written=as_written)
+    reference_read = read_statement(reference, same_value, reference=True)
     assert isinstance(answer_read, Statement)
     assert isinstance(reference_read, Statement)
     assert decide(answer_read, reference_read) == expected

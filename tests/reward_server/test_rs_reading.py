@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reward_server.checker.compare import fast_equivalent
+from reward_server.checker.compare import same_value
 from reward_server.checker.reading import Refused, Statement, read_statement, statement
 from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words
 from reward_server.protocol import Reason
@@ -120,7 +120,7 @@ READ_STATEMENT = [
 
 @pytest.mark.parametrize(("text", "kwargs", "expected"), READ_STATEMENT)
 def test_read_statement(text: str, kwargs: dict[str, bool], expected: Refused | Statement) -> None:
-    assert read_statement(text, fast_equivalent, **kwargs) == expected
+    assert read_statement(text, same_value, **kwargs) == expected
 
 
 # (answer, keyword arguments, (canonical text, refusal, words)): never Refused.
@@ -171,7 +171,7 @@ NOT_REFUSED = [
 def test_not_refused(
     text: str, kwargs: dict[str, bool], expected: tuple[str, Reason | None, str | None]
 ) -> None:
-    read = read_statement(text, fast_equivalent, **kwargs)
+    read = read_statement(text, same_value, **kwargs)
     assert isinstance(read, Statement)
     assert (read.text, read.refusal, read.words) == expected
 
@@ -193,7 +193,7 @@ EQUATIONS = [
 
 @pytest.mark.parametrize(("text", "expected"), EQUATIONS)
 def test_equation_fields(text: str, expected: tuple[str | None, tuple[str, ...] | None]) -> None:
-    read = read_statement(text, fast_equivalent)
+    read = read_statement(text, same_value)
     assert isinstance(read, Statement)
     assert (read.label, read.sides) == expected
 
@@ -220,7 +220,7 @@ UNITS = [
 
 @pytest.mark.parametrize(("text", "expected"), UNITS)
 def test_unit_fields(text: str, expected: tuple[str, str | None, Value]) -> None:
-    read = read_statement(text, fast_equivalent)
+    read = read_statement(text, same_value)
     assert isinstance(read, Statement)
     assert (read.value_text, read.unit, read.value) == expected
 
@@ -239,7 +239,7 @@ CONGRUENCES = [
 
 @pytest.mark.parametrize(("text", "expected"), CONGRUENCES)
 def test_congruence_field(text: str, expected: tuple[tuple[str, ...], str | None] | None) -> None:
-    read = read_statement(text, fast_equivalent)
+    read = read_statement(text, same_value)
     assert isinstance(read, Statement)
     assert read.congruence == expected
 
@@ -259,7 +259,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize(("text", "expected"), REFUSALS)
 def test_refusal_field(text: str, expected: Reason | None) -> None:
-    read = read_statement(text, fast_equivalent)
+    read = read_statement(text, same_value)
     assert isinstance(read, Statement)
     assert read.refusal is expected
 
@@ -276,14 +276,14 @@ WORDS = [
 
 @pytest.mark.parametrize(("text", "expected"), WORDS)
 def test_words_field(text: str, expected: str | None) -> None:
-    read = read_statement(text, fast_equivalent, as_written=True)
+    read = read_statement(text, same_value, as_written=True)
     assert isinstance(read, Statement)
     assert read.words == expected
 
 
 def test_a_worded_answer_has_no_unit() -> None:
     # its last word is part of the words, not a unit ("no solution" is not "no" solutions)
-    read = read_statement("no solution", fast_equivalent, reference=True)
+    read = read_statement("no solution", same_value, reference=True)
     assert isinstance(read, Statement)
     assert (read.value, read.unit, read.value_text) == (
         Words("no solution", "no solution"),
@@ -294,7 +294,7 @@ def test_a_worded_answer_has_no_unit() -> None:
 
 def test_words_value_of_a_letter() -> None:
     # a bracketed letter is read as the letter's word, also as the value
-    read = read_statement("(C)", fast_equivalent)
+    read = read_statement("(C)", same_value)
     assert isinstance(read, Statement)
     assert (read.value, read.words) == (Words("C", "c"), "c")
 

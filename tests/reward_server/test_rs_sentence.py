@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reward_server.checker import sentence
-from reward_server.checker.compare import fast_equivalent
+from reward_server.checker.compare import same_value
 from reward_server.checker.sentence import Reading
 from reward_server.protocol import Reason
 
@@ -361,7 +361,7 @@ READ = [
 
 @pytest.mark.parametrize(("text", "expected"), READ)
 def test_read(text: str, expected: Reading) -> None:
-    assert sentence.read(text, fast_equivalent) == expected
+    assert sentence.read(text, same_value) == expected
 
 
 # (words before or after a boxed value, why they refuse it or None).
