@@ -9,9 +9,8 @@ from __future__ import annotations
 from reward_server.checker import relations
 from reward_server.checker.compare import Verdict, equal_values, same_value
 from reward_server.checker.guard import bomb, complexity_violation
-from reward_server.checker.normalize import canonical
 from reward_server.checker.pending import SymbolicCheck
-from reward_server.checker.reading import Refused, Statement, read_statement
+from reward_server.checker.reading import Refused, Statement, read_pair
 from reward_server.checker.units import units_differ
 from reward_server.protocol import Reason
 
@@ -35,12 +34,7 @@ def precheck(
         problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
         if problem is not None:
             return Verdict(False, Reason(f"{who}_{problem}"))
-    reference_read = read_statement(reference, same_value, reference=True)
-    assert isinstance(reference_read, Statement)  # a reference is never refused
-    # A worded reference ("no solution") is compared as words, so its answers are never
-    # read as sentences; nor is an answer spelled as the reference is.
-    as_written = reference_read.words is not None or canonical(answer) == canonical(reference)
-    answer_read = read_statement(answer, same_value, as_written=as_written)
+    answer_read, reference_read = read_pair(answer, reference, same_value)
     if isinstance(answer_read, Refused):
         return Verdict(False, answer_read.reason)
     return decide(answer_read, reference_read)
@@ -76,7 +70,7 @@ def decide(answer: Statement, reference: Statement) -> Verdict | SymbolicCheck:
     if answer.side_statements is not None and reference.side_statements is not None:
         if len(answer.side_statements) == len(reference.side_statements) == 1:
             if not relations.same_quantity(answer.label, reference.label) or any(
-                relations.relates_labels(x.label, y.label, y.sides or ())
+                relations.relates_labels(x.label, y.label, y.side_names)
                 for x, y in ((answer, reference), (reference, answer))
             ):
                 # "\\cos x = ..." against "\\sin x = ...", "y = x" against "x = y": whole relations

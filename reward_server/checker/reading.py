@@ -36,7 +36,8 @@ class Statement:
     """What an answer states, each part read once. ``text``: its canonical spelling as a whole;
     ``value`` and ``unit``: what it states without its unit (of an equation, ``decide.decide``
     takes the side that answers); ``sides`` and ``label``: the equation it is written as
-    (``relations.split_equation``), if any, with each side read (``side_statements``) and the
+    (``relations.split_equation``), if any, with the label read (``relations.Label``), each
+    side read (``side_statements``), the plain names on its sides (``side_names``) and the
     steps between numbers that must hold read into values (``steps``); ``congruence``: its
     sides and modulus when it is one, and what it answers (``residue``); ``refusal``: what the
     answer policy says of its words (``policy.word_problem``), which a worded reference
@@ -47,13 +48,14 @@ class Statement:
     value_text: str
     unit: str | None
     sides: tuple[str, ...] | None
-    label: str | None
+    label: relations.Label | None
     congruence: tuple[tuple[str, ...], str | None] | None
     refusal: Reason | None
     words: str | None  # the whole answer as words (``values.text_form``), or None
     # Read from ``sides`` and ``congruence`` with them (equal texts have equal ones):
     side_statements: tuple[Statement, ...] | None = field(default=None, compare=False)
     steps: tuple[tuple[Value, Value], ...] = field(default=(), compare=False)
+    side_names: frozenset[str] = field(default=frozenset(), compare=False)
     # ``relations.congruence_value``: the statement of the residue, false_equation, or None
     # when a side is no exact integer here (the symbolic check reads it)
     residue: Statement | Reason | None = field(default=None, compare=False)
@@ -82,6 +84,18 @@ def read_statement(
     return statement(canonical(text))
 
 
+def read_pair(
+    answer: str, reference: str, same_value: sentence.SameValue
+) -> tuple[Refused | Statement, Statement]:
+    """An answer and its reference, each read once (``read_statement``). A worded reference
+    ("no solution") is compared as words, so its answers are never read as sentences; nor is an
+    answer spelled as the reference is."""
+    reference_read = read_statement(reference, same_value, reference=True)
+    assert isinstance(reference_read, Statement)  # a reference is never refused
+    as_written = reference_read.words is not None or canonical(answer) == canonical(reference)
+    return read_statement(answer, same_value, as_written=as_written), reference_read
+
+
 @functools.lru_cache(maxsize=16384)
 def statement(text: str) -> Statement:
     """The ``Statement`` of a canonical answer."""
@@ -98,11 +112,12 @@ def statement(text: str) -> Statement:
         value_text=value_text,
         unit=unit,
         sides=sides,
-        label=split[0] if split is not None else None,
+        label=relations.read_label(split[0]) if split is not None else None,
         congruence=congruence,
         refusal=policy.word_problem(text, numeric=parse_number(text) is not None),
         words=words,
         side_statements=tuple(statement(side) for side in sides) if sides else None,
+        side_names=relations.names_in(sides or ()),
         steps=tuple(
             (value_of(left), value_of(right))
             for left, right in relations.checked_steps(list(sides or ()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from reward_server.checker.extract import TEXT_COMMAND
 from reward_server.checker.numbers import parse_number
@@ -69,31 +70,59 @@ def split_equation(s: str) -> tuple[str | None, list[str]] | None:
     return None, sides
 
 
-def same_quantity(label: str | None, other: str | None) -> bool:
+@dataclass(frozen=True)
+class Label:
+    """The left side of an equation that names the quantity it gives (``split_equation``), read
+    once. ``plain``: a plain name (``x``, ``x_1``, ``\\theta``, ``f(x)``), which interchanges
+    with any other; ``key``: its spelling without spaces, a letter's brackets dropped
+    (``\\sin(x)`` is ``\\sin x``), which an expression's must match."""
+
+    text: str
+    plain: bool
+    key: str
+
+
+def read_label(text: str | None) -> Label | None:
+    if text is None:
+        return None
+    key = re.sub(r"\s+", "", re.sub(r"\(([A-Za-z])\)", r" \1", text))
+    return Label(text, VARIABLE.fullmatch(text) is not None, key)
+
+
+def same_quantity(label: Label | None, other: Label | None) -> bool:
     """Whether two left sides name the same quantity. Plain names are labels and interchange
     (``y = 2x+1`` answers ``f(x) = 2x+1``); a left side that is an expression is part of what
     the equation says, so ``\\cos x = \\frac12`` does not answer ``\\sin x = \\frac12``."""
     if label is None or other is None:
         return label is other
-    if VARIABLE.fullmatch(label) and VARIABLE.fullmatch(other):
-        return True
-
-    def key(side: str) -> str:  # "\\sin(x)" and "\\sin x" are one spelling
-        return re.sub(r"\s+", "", re.sub(r"\(([A-Za-z])\)", r" \1", side))
-
-    return key(label) == key(other)
+    return (label.plain and other.plain) or label.key == other.key
 
 
-def relates_labels(label: str | None, other: str | None, sides: tuple[str, ...]) -> bool:
+# A plain name where it stands alone: no letter or command before it, no letter after it.
+_NAMES = [
+    re.compile(rf"(?<![A-Za-z\\]){pattern}(?![A-Za-z])")
+    for pattern in (
+        rf"(?:[A-Za-z]|{_GREEK})",
+        rf"(?:[A-Za-z]|{_GREEK})_\{{?\w+\}}?",
+        r"[A-Za-z]\([A-Za-z]\)",
+    )
+]
+
+
+def names_in(sides: tuple[str, ...]) -> frozenset[str]:
+    """The plain names that occur in ``sides`` (``2x + y_1`` holds ``x``, ``y`` and ``y_1``),
+    read once, so that ``relates_labels`` looks a label up."""
+    return frozenset(m.group() for side in sides for names in _NAMES for m in names.finditer(side))
+
+
+def relates_labels(label: Label | None, other: Label | None, names: frozenset[str]) -> bool:
     """Whether two equations relate each other's names rather than name a quantity each: one
     left side (a plain name) occurs on the other's right (``y = x`` and ``x = y``, ``y = 2x``
-    and ``x = \\frac{y}{2}``). Then they are compared as whole relations; ``y = 2x+1`` and
-    ``f(x) = 2x+1`` name the same quantity."""
-    if label is None or other is None or label == other:
+    and ``x = \\frac{y}{2}``; ``names``: the other's ``names_in`` its sides). Then they are
+    compared as whole relations; ``y = 2x+1`` and ``f(x) = 2x+1`` name the same quantity."""
+    if label is None or other is None or label.text == other.text:
         return False
-    return bool(VARIABLE.fullmatch(label)) and any(
-        re.search(rf"(?<![A-Za-z\\]){re.escape(label)}(?![A-Za-z])", side) for side in sides
-    )
+    return label.plain and label.text in names
 
 
 _FUNCTIONS = r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|angle|triangle|measuredangle)(?![A-Za-z])"

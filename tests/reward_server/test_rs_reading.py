@@ -10,6 +10,7 @@ import pytest
 
 from reward_server.checker.compare import same_value
 from reward_server.checker.reading import Refused, Statement, read_statement, statement
+from reward_server.checker.relations import read_label
 from reward_server.checker.values import Choice, Expression, Group, Number, Value, Words
 from reward_server.protocol import Reason
 
@@ -41,7 +42,7 @@ READ_STATEMENT = [
     pytest.param(
         '```json\n{"answer": "x = 2"}\n```',
         {},
-        _plain("x=2", _number("x=2", 2), sides=("2",), label="x"),
+        _plain("x=2", _number("x=2", 2), sides=("2",), label=read_label("x")),
         id="json_fenced:string",
     ),
     pytest.param(
@@ -195,7 +196,7 @@ EQUATIONS = [
 def test_equation_fields(text: str, expected: tuple[str | None, tuple[str, ...] | None]) -> None:
     read = read_statement(text, same_value)
     assert isinstance(read, Statement)
-    assert (read.label, read.sides) == expected
+    assert (read.label and read.label.text, read.sides) == expected
 
 
 # (answer, (value_text, unit, value)): the value without its unit, read once.

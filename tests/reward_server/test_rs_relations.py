@@ -111,7 +111,32 @@ SAME_QUANTITY = [
 
 @pytest.mark.parametrize(("label", "other", "expected"), SAME_QUANTITY)
 def test_same_quantity(label: str | None, other: str | None, expected: bool) -> None:
-    assert relations.same_quantity(label, other) is expected
+    read = relations.read_label
+    assert relations.same_quantity(read(label), read(other)) is expected
+
+
+# (label, the other equation's label and sides, whether the two relate each other's names).
+RELATES_LABELS = [
+    pytest.param("y", "x", ("y",), True, id="names_swapped:y = x|x = y"),
+    pytest.param("y", "x", ("\\frac{y}{2}",), True, id="solved_for_the_other:y = 2x|x = y/2"),
+    pytest.param("f(x)", "y", ("f(x)+1",), True, id="function_name:f(x)|y = f(x)+1"),
+    pytest.param("x", "y", ("x_1+1",), True, id="name_before_subscript:x|y = x_1+1"),
+    pytest.param("\\theta", "y", ("2\\theta",), True, id="greek_name:theta|y = 2 theta"),
+    pytest.param("y", "f(x)", ("2x+1",), False, id="same_quantity:y|f(x) = 2x+1"),
+    pytest.param("x", "y", ("\\exp(2)",), False, id="letter_inside_a_command:x|y = exp(2)"),
+    pytest.param("x", "y", ("max(2)",), False, id="letter_inside_a_word:x|y = max(2)"),
+    pytest.param("x", "x", ("x",), False, id="same_label:x|x = x"),
+    pytest.param("\\sin x", "y", ("\\sin x",), False, id="expression_label:sin x"),
+    pytest.param(None, "y", ("y",), False, id="no_label"),
+]
+
+
+@pytest.mark.parametrize(("label", "other", "sides", "expected"), RELATES_LABELS)
+def test_relates_labels(
+    label: str | None, other: str, sides: tuple[str, ...], expected: bool
+) -> None:
+    read = relations.read_label
+    assert relations.relates_labels(read(label), read(other), relations.names_in(sides)) is expected
 
 
 # (text, (sides, modulus) or None).
