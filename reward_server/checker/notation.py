@@ -481,23 +481,52 @@ def labelled_parts(s: str) -> str:
     as an ordered group). Anything else is returned as it is."""
     if ")" not in s:
         return s  # every label closes with a bracket
-    collapsed = " ".join(s.split())  # one space per run: the pattern's spacing never backtracks
-    found = list(_PART.finditer(collapsed))
-    if len(found) < 2 or found[0].start() != 0:
+    parts = _parts(" ".join(s.split()), _PART)
+    if parts is None:
         return s
+    return ", ".join(f"({label}){value}" for label, value in parts)
+
+
+# A label named in prose: "Part (a) is 3 and part (b) is 5", "For part (a), the answer is 3."
+_PROSE_PART = re.compile(rf"(?:^|(?<=[\s,;.]))(?:[Ff]or\s+)?(?:[Pp]art\s+)?{PART_LABEL}\s*")
+# What joins a label to its part in prose, and a part to the next label.
+_PART_LEAD = re.compile(r"^(?:[,:=]\s*)*(?:(?:is|equals)\s+)?")
+_PART_TAIL = re.compile(r"(?:(?:^|\s+)and|[.,;])+$")
+
+
+def prose_parts(s: str) -> list[tuple[str, str]] | None:
+    """The (label, text) of each part of a multi-part answer whose labels are named in prose
+    (``Part (a) is 3 and part (b) is 5``: ``[("a", "3"), ("b", "5")]``; ``For part (a), the
+    answer is 3. For part (b), ...``: ``[("a", "the answer is 3"), ...]``), in the labels'
+    order; None when ``s`` is no such answer. ``reading`` reads each part on its own."""
+    if ")" not in s:
+        return None
+    parts = _parts(" ".join(s.split()), _PROSE_PART)
+    if parts is None:
+        return None
+    cleaned = [(label, _PART_TAIL.sub("", _PART_LEAD.sub("", text))) for label, text in parts]
+    return cleaned if all(text for _, text in cleaned) else None
+
+
+def _parts(collapsed: str, labels_pattern: re.Pattern[str]) -> list[tuple[str, str]] | None:
+    """(label, text) of each part of ``collapsed`` (one space per run: the pattern's spacing
+    never backtracks), labelled from its start by ``labels_pattern`` from (a) or (i) on, each
+    once, sorted into the labels' order; None when it is no such answer."""
+    found = list(labels_pattern.finditer(collapsed))
+    if len(found) < 2 or found[0].start() != 0:
+        return None
     labels = [m.group("label") for m in found]
     sequence = next((seq for seq in _SEQUENCES if set(labels) <= set(seq)), None)
     if sequence is None or not labels_in_order(sorted(labels, key=sequence.index)):
-        return s
+        return None
     ends = [m.start() for m in found[1:]] + [len(collapsed)]
     values = [
         collapsed[m.end() : end].strip().strip(",;").strip()
         for m, end in zip(found, ends, strict=True)
     ]
     if not all(values):
-        return s
-    parts = sorted(zip(labels, values, strict=True), key=lambda part: sequence.index(part[0]))
-    return ", ".join(f"({label}){value}" for label, value in parts)
+        return None
+    return sorted(zip(labels, values, strict=True), key=lambda part: sequence.index(part[0]))
 
 
 def labels_in_order(labels: list[str]) -> bool:

@@ -76,12 +76,31 @@ def read_statement(
     words)."""
     text = notation.json_answer(text)
     if not as_written and sentence.is_sentence(text):
+        parts = notation.prose_parts(text)
+        if parts is not None:
+            return _read_parts(parts, same_value, reference)
         reading = sentence.read(text, same_value)
         if reading.value is not None:
             text = reading.value
         elif not reference:
             return Refused(reading.reason or Reason.PROSE_IN_ANSWER)
     return statement(canonical(text))
+
+
+def _read_parts(
+    parts: list[tuple[str, str]], same_value: sentence.SameValue, reference: bool
+) -> Refused | Statement:
+    """A multi-part answer whose labels are named in prose (``notation.prose_parts``): each
+    part read on its own (``For part (a), the answer is 3``: 3), then the parts as one group;
+    a part that is refused refuses the answer."""
+    read = [read_statement(text, same_value, reference=reference) for _, text in parts]
+    for part in read:
+        if isinstance(part, Refused):
+            return part
+        if part.refusal is not None and not reference:
+            return Refused(part.refusal)
+    texts = (f"({label}){part.text}" for (label, _), part in zip(parts, read, strict=True))
+    return statement(canonical(", ".join(texts)))
 
 
 def read_pair(
@@ -131,7 +150,7 @@ def joins_answer(tail: str) -> bool:
     """Whether the text right after a boxed answer is part of it: it states a value or refuses
     one (``\\boxed{18} dollars``, ``\\boxed{7} or more``, ``\\boxed{9}, but that is wrong``);
     text that does neither (``I hope it is correct.``) is not."""
-    return sentence.states_value(tail) or sentence.refusal(tail) is not None
+    return sentence.states_or_refuses(tail)
 
 
 def refusal(words: str) -> Reason | None:

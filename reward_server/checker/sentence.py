@@ -323,14 +323,27 @@ def is_sentence(text: str) -> bool:
 
 def states_value(text: str) -> bool:
     """Whether ``text`` holds any value at all: a number, a number word or math."""
-    return any(run.value for run in _runs(_tokens(text)))
+    return _states_value(_tokens(text))
 
 
 def refusal(text: str) -> Reason | None:
     """Why the words around a boxed value refuse it: before it (``Perhaps the answer is
     \\boxed{18}``, ``It is not \\boxed{18}``, ``at least \\boxed{18}``) or after it (``\\boxed{7}
     or more``, ``\\boxed{9}, but that is wrong``); None when they do not (``policy.refusal``)."""
+    return _refusal(_tokens(text))
+
+
+def states_or_refuses(text: str) -> bool:
+    """``states_value(text) or refusal(text) is not None``, tokenised once."""
     tokens = _tokens(text)
+    return _states_value(tokens) or _refusal(tokens) is not None
+
+
+def _states_value(tokens: list[_Token]) -> bool:
+    return any(run.value for run in _runs(tokens))
+
+
+def _refusal(tokens: list[_Token]) -> Reason | None:
     return policy.refusal([_word(tokens, i) for i in range(len(tokens))], bound_at_end=True)
 
 

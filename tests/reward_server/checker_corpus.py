@@ -1088,4 +1088,30 @@ PAIRS += [
             ("4 (which is 2^2)", "4", Y, "sentence: a remark that restates the value"),
         ],
     ),
+    *_group(
+        "parts_in_prose",
+        [
+            ("3, 5", "Part (a) is 3 and part (b) is 5", Y, "reading: parts named in prose"),
+            ("5, 3", "Part (a) is 3 and part (b) is 5", N, "reading: parts answer in order"),
+            (
+                "3, 5",
+                "For part (a), the answer is 3. For part (b), the answer is 5.",
+                Y,
+                "reading: each part read as the sentence it is",
+            ),
+            (
+                "(a) The answer is 3. (b) The answer is 5.",
+                "3, 5",
+                Y,
+                "reading: an answer's parts, each a sentence",
+            ),
+            ("Part (b) is 5 and part (a) is 3", "3, 5", Y, "reading: parts taken by label"),
+            (
+                "Part (a) is maybe 3 and part (b) is 5",
+                "3, 5",
+                N,
+                "reading: a hedged part refuses the answer",
+            ),
+        ],
+    ),
 ]

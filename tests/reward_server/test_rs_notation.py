@@ -346,3 +346,29 @@ LABELLED_PARTS = [
 @pytest.mark.parametrize(("text", "expected"), LABELLED_PARTS)
 def test_labelled_parts(text: str, expected: str) -> None:
     assert notation.labelled_parts(text) == expected
+
+
+# (labels named in prose: each part's text, in label order, or None).
+PROSE_PARTS = [
+    pytest.param(
+        "Part (a) is 3 and part (b) is 5", [("a", "3"), ("b", "5")], id="part_word:is ... and"
+    ),
+    pytest.param(
+        "For part (a), the answer is 3. For part (b), the answer is 5.",
+        [("a", "the answer is 3"), ("b", "the answer is 5")],
+        id="for_part:sentences",
+    ),
+    pytest.param("(i) = 2; (ii): 7.", [("i", "2"), ("ii", "7")], id="roman:= and :"),
+    pytest.param(
+        "Part (b) is 5 and part (a) is 3", [("a", "3"), ("b", "5")], id="out_of_order:by label"
+    ),
+    pytest.param("Part (a) is 3", None, id="one_part:none"),
+    pytest.param("Part (a) is 3 and part (c) is 5", None, id="gap:none"),
+    pytest.param("Part (a) is and part (b) is 5", None, id="empty_part:none"),
+    pytest.param("The answer to (a) is 3 and (b) is 5", None, id="not_at_start:none"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PROSE_PARTS)
+def test_prose_parts(text: str, expected: list[tuple[str, str]] | None) -> None:
+    assert notation.prose_parts(text) == expected
