@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reward_server.checker import notation, policy
 from reward_server.checker.extract import TEXT_COMMAND
@@ -215,9 +215,10 @@ def _classify(chunk: str) -> list[_Token]:
 # ------------------------------------------------------------------ runs
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Run:
-    """Consecutive pieces of math (``16 - 3 - 4 = 9``), or one number word."""
+    """Consecutive pieces of math (``16 - 3 - 4 = 9``), or one number word, and its role in the
+    sentence (``_roles``: context, a hedged value, a weak context)."""
 
     text: str
     first: int  # token index of its first piece
@@ -255,8 +256,7 @@ def _runs(tokens: list[_Token]) -> list[_Run]:
             )
             extended = f"{runs[-1].text} {tok.text} {following}".strip()
             if number_word_value(extended) is not None:
-                runs[-1].text = f"{runs[-1].text} {tok.text}"
-                runs[-1].last = i
+                runs[-1] = replace(runs[-1], text=f"{runs[-1].text} {tok.text}", last=i)
                 continue
         if tok.kind == "num":
             runs.append(_Run(tok.text, i, i, True))
@@ -267,23 +267,24 @@ def _runs(tokens: list[_Token]) -> list[_Run]:
             continue
         if joined:
             sep = ", " if tokens[i - 1].stop == "," else " "
-            runs[-1].text += sep + tok.text
-            runs[-1].last = i
+            runs[-1] = replace(runs[-1], text=runs[-1].text + sep + tok.text, last=i)
         else:
             runs.append(_Run(tok.text, i, i, False))
             depth = 0
         depth += tok.text.count("(") + tok.text.count("[") - tok.text.count(")")
         depth -= tok.text.count("]")
-    for run in runs:
-        if tokens[run.first].kind == "num":
-            continue
-        text = run.text
-        run.value = (
-            any(ch.isdigit() for ch in text)
-            or _VALUE_COMMANDS.search(text) is not None
-            or (_OPERATORS.search(text) is not None and re.search(r"[A-Za-z0-9]", text) is not None)
-        )
-    return runs
+    return [run if tokens[run.first].kind == "num" else _valued(run) for run in runs]
+
+
+def _valued(run: _Run) -> _Run:
+    """A run of math states a value when it holds a digit, a value command or an operation."""
+    text = run.text
+    value = (
+        any(ch.isdigit() for ch in text)
+        or _VALUE_COMMANDS.search(text) is not None
+        or (_OPERATORS.search(text) is not None and re.search(r"[A-Za-z0-9]", text) is not None)
+    )
+    return replace(run, value=value)
 
 
 def _word(tokens: list[_Token], i: int) -> str | None:
@@ -385,17 +386,7 @@ def read(text: str, same_value: SameValue) -> Reading:
     if refused is not None:
         return Reading(None, refused)
 
-    runs = _runs(tokens)
-    for run in runs:
-        if _RANGE.match(run.text) or run.text.startswith(("\\approx", "\\sim", "~", "\u2248")):
-            run.hedged = True
-        _mark_context(run, tokens, words)
-    for prev, run in itertools.pairwise(runs):  # "between 18 and 20": both ends are bounds
-        if prev.hedged and _between(prev, run, tokens, words) == ["and"]:
-            run.hedged = run.context = True
-    _mark_conditions(runs, tokens, words)
-    _mark_subject(runs, tokens, words)
-    answered = _mark_premises(runs, tokens, words)
+    runs, answered = _roles(_runs(tokens), tokens, words)
 
     if not _markers_restate(runs, tokens, words, same_value):
         return Reading(None, Reason.SEVERAL_CANDIDATES)  # "13 (that is, 12)"
@@ -452,15 +443,40 @@ def read(text: str, same_value: SameValue) -> Reading:
     return Reading(value)
 
 
-def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> None:
-    """Context or bound from the words right before the run."""
+def _roles(
+    runs: list[_Run], tokens: list[_Token], words: list[str | None]
+) -> tuple[list[_Run], list[_Run]]:
+    """Each run with its role in the sentence, in passes whose order matters (each reads the
+    roles the ones before it gave): the words right before it (``_own_role``); the upper end
+    of a range ("between 18 and 20"); a clause a condition opens (``_in_conditions``); the
+    subject of the first copula (``_in_subject``); the working before a conclusion
+    (``_before_conclusion``, which also returns the values that working stated as an answer)."""
+    runs = [_own_role(run, tokens, words) for run in runs]
+    for k in range(1, len(runs)):  # "between 18 and 20": both ends are bounds
+        prev, run = runs[k - 1], runs[k]
+        if prev.hedged and _between(prev, run, tokens, words) == ["and"]:
+            runs[k] = replace(run, hedged=True, context=True)
+    runs = _in_conditions(runs, tokens, words)
+    runs = _in_subject(runs, tokens, words)
+    return _before_conclusion(runs, tokens, words)
+
+
+def _as_context(run: _Run) -> _Run:
+    """Context that is no weak context: a number of the working, never the answer."""
+    return replace(run, context=True, weak=False)
+
+
+def _own_role(run: _Run, tokens: list[_Token], words: list[str | None]) -> _Run:
+    """A hedged value (a range, ``\\approx``), or context or a bound from the words right
+    before the run."""
+    if _RANGE.match(run.text) or run.text.startswith(("\\approx", "\\sim", "~", "\u2248")):
+        run = replace(run, hedged=True)
     w1 = words[run.first - 1] if run.first >= 1 else None
     w2 = words[run.first - 2] if run.first >= 2 else None
     if w1 in APPROXIMATE or (w2, w1) in APPROXIMATE_PAIRS:
-        run.hedged = run.context = True
-        return
+        return replace(run, hedged=True, context=True)
     if w1 == "of" and _names_the_value(words, run.first - 2):
-        return  # "a profit of $5,000", "a total of 12 eggs": the value of the noun
+        return run  # "a profit of $5,000", "a total of 12 eggs": the value of the noun
     # "by selling 9", "after spending $12" (never across punctuation, never "making $18")
     gerund = (
         w1 is not None
@@ -476,13 +492,12 @@ def _mark_context(run: _Run, tokens: list[_Token], words: list[str | None]) -> N
         or ((w1 in ADJECTIVES or gerund) and w2 in CONTEXT_BEFORE)
         or infinitive
     ):
-        run.context = True
-        run.weak = w1 not in CONDITIONS
-        run.infinitive = infinitive
+        run = replace(run, context=True, weak=w1 not in CONDITIONS, infinitive=infinitive)
     # "one of them", "one another": a pronoun, not the number 1
     after = words[run.last + 1] if run.last + 1 < len(tokens) else None
     if tokens[run.first].kind == "num" and run.text.lower() == "one" and after in ("of", "another"):
-        run.context, run.weak = True, False
+        return _as_context(run)
+    return run
 
 
 def _markers_restate(
@@ -550,10 +565,11 @@ def _comparative(run: _Run, tokens: list[_Token], words: list[str | None]) -> bo
     return False
 
 
-def _mark_conditions(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> None:
+def _in_conditions(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> list[_Run]:
     """A clause that a condition opens ("if each of the 5 workers paints 4 walls, …", "…
     when her brother turns 12") is context up to its punctuation or the end."""
     starts = {run.first for run in runs if run.value}
+    clauses: list[tuple[int, int]] = []
     start = None
     for i, tok in enumerate(tokens):
         if words[i] in CONDITIONS and start is None:
@@ -565,14 +581,15 @@ def _mark_conditions(runs: list[_Run], tokens: list[_Token], words: list[str | N
             j += 1
         main_verb = words[i] in COPULAS and j in starts
         if start is not None and (tok.stop or i == len(tokens) - 1 or main_verb):
-            end = i - 1 if main_verb else i
-            for run in runs:
-                if start < run.first and run.last <= end:
-                    run.context, run.weak = True, False
+            clauses.append((start, i - 1 if main_verb else i))
             start = None
+    return [
+        _as_context(run) if any(a < run.first and run.last <= b for a, b in clauses) else run
+        for run in runs
+    ]
 
 
-def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> None:
+def _in_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> list[_Run]:
     """Numbers in the subject of the first copula that a value follows are context: from the
     start of that clause (after the last punctuation or "and"/"but") to the copula."""
     for run in runs:
@@ -586,16 +603,19 @@ def _mark_subject(runs: list[_Run], tokens: list[_Token], words: list[str | None
             start = i - 1
             while start >= 0 and not tokens[start].stop and words[start] not in CLAUSE_WORDS:
                 start -= 1
-            for other in runs:
-                if start < other.first and other.last < i:
-                    other.context, other.weak = True, False
-            return
+            return [
+                _as_context(other) if start < other.first and other.last < i else other
+                for other in runs
+            ]
+    return runs
 
 
-def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | None]) -> list[_Run]:
+def _before_conclusion(
+    runs: list[_Run], tokens: list[_Token], words: list[str | None]
+) -> tuple[list[_Run], list[_Run]]:
     """Numbers before the last conclusion word that a value follows are the working. Returns
-    the values that working already stated as an answer ("the answer is 20, so 18"): the
-    conclusion must restate them, or they are a second candidate."""
+    the runs, and the values that working already stated as an answer ("the answer is 20, so
+    18"): the conclusion must restate them, or they are a second candidate."""
     cut = None
     for i, w in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else None
@@ -611,14 +631,11 @@ def _mark_premises(runs: list[_Run], tokens: list[_Token], words: list[str | Non
         ):
             cut = i
     if cut is None:
-        return []
+        return runs, []
     answered = []
     if any(w in ANSWER_WORDS for w in words[:cut]):
         answered = [r for r in runs if r.value and r.last < cut and not r.context]
-    for run in runs:
-        if run.last < cut:
-            run.context, run.weak = True, False
-    return answered
+    return [_as_context(run) if run.last < cut else run for run in runs], answered
 
 
 def _between(a: _Run, b: _Run, tokens: list[_Token], words: list[str | None]) -> list[str]:
