@@ -3,7 +3,7 @@
 
 A unit is part of the value (``5 cm`` is not ``5 m``; ``18 cents`` is not ``\\$18``), but a bare
 number is read in the reference's unit. The readers split it off here (``split_unit``,
-``is_unit_suffix``, ``strip_text_unit``); ``units_differ`` is the one rule that compares them.
+``is_unit_suffix``); ``units_differ`` is the one rule that compares them.
 """
 
 from __future__ import annotations
@@ -196,12 +196,3 @@ def units_differ(unit: str | None, ref_unit: str | None) -> bool:
     cents`` against ``18 dollars`` (``normalize.canonical`` spells ``\\$18`` so); a bare number
     is read in the reference's unit."""
     return unit is not None and ref_unit is not None and unit != ref_unit
-
-
-# A trailing unit written as text, for the symbolic parser: "4\sqrt{3}\text{ cm}^2".
-_TEXT_UNIT_AT_END = re.compile(r"(?<=\S)\s*" + TEXT_COMMAND + r"\{[A-Za-z .]*\}(?:\^\{?[23]\}?)?$")
-
-
-def strip_text_unit(text: str) -> str:
-    """``text`` without a unit written as text at its end (``4\\sqrt{3}\\text{ cm}^2``)."""
-    return _TEXT_UNIT_AT_END.sub("", text)

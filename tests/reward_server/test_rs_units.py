@@ -200,27 +200,6 @@ def test_units_differ(answer: str, reference: str, expected: bool) -> None:
     assert units.units_differ(unit, ref_unit) is expected
 
 
-# (text, without its trailing text unit).
-STRIP_TEXT_UNIT = [
-    pytest.param("4\\sqrt{3}\\text{ cm}", "4\\sqrt{3}", id="text_unit:\\text{ cm}"),
-    pytest.param("4\\sqrt{3}\\text{ cm}^2", "4\\sqrt{3}", id="text_unit_power:\\text{ cm}^2"),
-    pytest.param("4\\mathrm{cm}^{3}", "4", id="mathrm_power_braced:\\mathrm{cm}^{3}"),
-    pytest.param("4\\mbox{ cm}", "4", id="mbox_unit:\\mbox{ cm}"),
-    pytest.param("4\\text{ sq. ft}", "4", id="text_unit_phrase:\\text{ sq. ft}"),
-    pytest.param("4 \\text{ cm}", "4", id="space_before:4 \\text{ cm}"),
-    pytest.param("4 cm", "4 cm", id="bare_word_kept:4 cm"),
-    pytest.param("4\\text{ cm} + 1", "4\\text{ cm} + 1", id="not_at_end:4\\text{ cm} + 1"),
-    pytest.param("4\\text{ 3 cm}", "4\\text{ 3 cm}", id="digit_in_text:4\\text{ 3 cm}"),
-    pytest.param("x\\text{ m}^4", "x\\text{ m}^4", id="power_not_2_or_3:x\\text{ m}^4"),
-    pytest.param("\\text{ cm}", "\\text{ cm}", id="nothing_before:\\text{ cm}"),
-]
-
-
-@pytest.mark.parametrize(("text", "expected"), STRIP_TEXT_UNIT)
-def test_strip_text_unit(text: str, expected: str) -> None:
-    assert units.strip_text_unit(text) == expected
-
-
 # (name, whether it may be glued to a number): 2+ letters, except in, mi and min.
 GLUED_UNITS = [
     pytest.param("cm", True, id="glued_unit_name:cm"),
