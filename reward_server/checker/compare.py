@@ -14,25 +14,25 @@ Rules worth knowing (they are the service's documented semantics):
   (``5 cm``, ``5\\text{ apples}``, ``12 km/h``), degrees and a trailing period are ignored;
 * ``50\\%`` equals ``50`` and ``0.5`` (GSM8K drops the sign, other datasets use the fraction);
 * ``1.5e3``, ``1.5\\times 10^{3}`` are scientific notation; ``2\\frac{1}{2}`` is a mixed number;
+* a numeral in a base against a bare reference is its value (``100_2`` is 4); a bare answer
+  against a numeral in a base is digits in that base (``1011`` answers ``1011_2``);
 * ``(1,2)`` and ``[1,2)`` compare element-wise and bracket-wise; ``\\{1,2\\}`` and bare lists
   ``1, 2`` compare as multisets; words compare case-insensitively (``\\text{(C)}`` == ``c``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from reward_server.checker.numbers import numbers_equal, numerals_equal
-from reward_server.checker.values import (
-    Choice,
-    Group,
-    Number,
-    Numeral,
-    Value,
-    Words,
-)
+from reward_server.checker.numbers import numbers_equal, numeral_value
+from reward_server.checker.values import Choice, Group, Number, Numeral, Value, Words
 
 _MAX_DEPTH = 4  # recursion depth of nested structures decided here
+
+# How two values that no exact rule decides compare: None in the server process (the symbolic
+# check decides), the symbolic comparison in a verification worker (``symbolic.py``).
+Undecided = Callable[[Value, Value], bool | None]
 
 
 @dataclass(frozen=True)
@@ -44,33 +44,36 @@ class Verdict:
     cached: bool = False
 
 
-def same_value(a: Value, r: Value, depth: int = 0) -> bool | None:
-    """``equal_values`` of two values read from answers (an item, a step's side): an empty
-    one equals nothing."""
-    if not a.text or not r.text:
-        return False
-    return equal_values(a, r, depth)
+def same_value(
+    a: Value, r: Value, depth: int = 0, undecided: Undecided | None = None
+) -> bool | None:
+    """``equal_values``: the name the readers use for it (a sentence's restatements, a step of
+    a calculation)."""
+    return equal_values(a, r, depth, undecided)
 
 
-def equal_values(a: Value, r: Value, depth: int = 0) -> bool | None:
-    """The comparison for the two values' types, from their fields; None when no exact rule
-    applies."""
-    if a.text == r.text:
+def equal_values(
+    a: Value, r: Value, depth: int = 0, undecided: Undecided | None = None
+) -> bool | None:
+    """The comparison for the two values' types, from their fields; when no exact rule
+    applies, ``undecided``'s verdict (None without one)."""
+    if a == r:
         return True
     if depth > _MAX_DEPTH:
-        return None
+        return undecided(a, r) if undecided else None
     if isinstance(a, Number) and isinstance(r, Number):
         return numbers_equal((a.value, a.percent), (r.value, r.percent))
-    based = numerals_equal(_numeral(a), _numeral(r))
-    if based is not None:
-        return based
+    if isinstance(a, Numeral) or isinstance(r, Numeral):
+        based = _numerals(a, r)
+        if based is not None:
+            return based
     if isinstance(a, Choice) or isinstance(r, Choice):
         letters = _letters(a), _letters(r)
         if None not in letters:
             return letters[0] == letters[1]
     if isinstance(a, Group) and isinstance(r, Group):
-        return _equal_groups(a, r, depth)
-    if isinstance(a, Group | Number) and isinstance(r, Group | Number):
+        return _equal_groups(a, r, depth, undecided)
+    if isinstance(a, Group | Number | Numeral) and isinstance(r, Group | Number | Numeral):
         return False  # several values against one number
     words, ref_words = _words(a), _words(r)
     if words is not None and ref_words is not None:
@@ -79,13 +82,25 @@ def equal_values(a: Value, r: Value, depth: int = 0) -> bool | None:
         ref_words is not None and isinstance(a, Number)
     ):
         return False  # words against a number ("five" was read as a number)
+    return undecided(a, r) if undecided else None
+
+
+def _numerals(a: Value, r: Value) -> bool | None:
+    """Numerals in a base: against one another by digits and base (``1011_2`` is ``1011_{(2)}``,
+    never ``13_8``); a numeral answer against a bare number by its value (``100_2`` is 4); a
+    bare answer against a numeral reference as digits in its base (``1011`` answers
+    ``1011_2``, 11 does not). A numeral whose digits are not its base's is no value."""
+    if (isinstance(a, Numeral) and a.value is None) or (isinstance(r, Numeral) and r.value is None):
+        return False
+    if isinstance(a, Numeral) and isinstance(r, Numeral):
+        return a.digits.lstrip("0") == r.digits.lstrip("0") and a.base == r.base
+    if isinstance(a, Numeral) and isinstance(r, Number):
+        return not r.percent and r.value == a.value
+    if isinstance(r, Numeral) and isinstance(a, Number):
+        if a.digits is None:
+            return False
+        return numeral_value(a.digits, r.base) == r.value
     return None
-
-
-def _numeral(v: Value) -> tuple[str, int | None] | None:
-    if isinstance(v, Numeral):
-        return v.digits, v.base
-    return (v.digits, None) if isinstance(v, Number) and v.digits is not None else None
 
 
 def _letters(v: Value) -> frozenset[str] | None:
@@ -93,48 +108,69 @@ def _letters(v: Value) -> frozenset[str] | None:
 
 
 def _words(v: Value) -> str | None:
-    return v.words if isinstance(v, Number | Choice | Words) else None
+    return v.words if isinstance(v, Words) else None
 
 
-def _equal_groups(a: Group, r: Group, depth: int) -> bool | None:
+def _equal_groups(a: Group, r: Group, depth: int, undecided: Undecided | None) -> bool | None:
     unordered = {"set", "list"}
-    if "parts" in (a.kind, r.kind):
+    kinds = {a.kind, r.kind}
+    if "labelled" in kinds:
+        if a.kind != r.kind or a.names != r.names:
+            return False
+        return _equal_in_order(a.items, r.items, depth, undecided)
+    if "named" in kinds:
+        if a.kind == r.kind == "named":
+            if set(a.names) != set(r.names):
+                return False
+            ordered = dict(zip(r.names, r.items, strict=True))
+            return _equal_in_order(a.items, tuple(ordered[n] for n in a.names), depth, undecided)
+        if not kinds <= {"named", "list", "()"}:
+            return None if undecided is None else False
+        return _equal_in_order(a.items, r.items, depth, undecided)
+    if "parts" in kinds:
         # Labelled parts answer in order: against parts, a bare list or a tuple, item by item.
-        if not {a.kind, r.kind} <= {"parts", "list", "()"}:
-            return None
-        return _equal_in_order(a.items, r.items, depth)
+        if not kinds <= {"parts", "list", "()"}:
+            return None if undecided is None else False
+        return _equal_in_order(a.items, r.items, depth, undecided)
     if a.kind in unordered and r.kind in unordered:
-        return _equal_multisets(a.items, r.items, depth)
+        return _equal_multisets(a.items, r.items, depth, undecided)
+    if kinds == {"list", "()"}:
+        # "The ordered pair is (4, 7)" read as its values: a list in order answers a tuple
+        return _equal_in_order(a.items, r.items, depth, undecided)
     if a.kind in unordered or r.kind in unordered:
-        return None  # "1, 2" against "(1, 2)": the symbolic check decides
+        return False  # "1, 2" against "[1, 2]" or a set against a tuple
     if a.kind != r.kind:
         return False  # (1,2) against [1,2]: open against closed
-    return _equal_in_order(a.items, r.items, depth)
+    return _equal_in_order(a.items, r.items, depth, undecided)
 
 
-def _equal_in_order(xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int) -> bool | None:
+def _equal_in_order(
+    xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int, undecided: Undecided | None
+) -> bool | None:
     if len(xs) != len(ys):
         return False
-    verdicts = [same_value(x, y, depth + 1) for x, y in zip(xs, ys, strict=True)]
+    verdicts = [equal_values(x, y, depth + 1, undecided) for x, y in zip(xs, ys, strict=True)]
     if False in verdicts:
         return False
     return None if None in verdicts else True
 
 
-def _equal_multisets(xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int) -> bool | None:
-    """Multiset equality under ``same_value``; None when some needed pair is undecided."""
+def _equal_multisets(
+    xs: tuple[Value, ...], ys: tuple[Value, ...], depth: int, undecided: Undecided | None
+) -> bool | None:
+    """Multiset equality; None when some needed pair is undecided."""
     if len(xs) != len(ys):
         return False
     unused = list(ys)
-    undecided = False
+    open_pairs = False
     for x in xs:
         for j, y in enumerate(unused):
-            verdict = same_value(x, y, depth + 1)
+            verdict = equal_values(x, y, depth + 1, undecided)
             if verdict:
                 del unused[j]
                 break
             if verdict is None:
-                undecided = True
+                open_pairs = True
         else:
-            return None if undecided else False
+            return None if open_pairs else False
     return True

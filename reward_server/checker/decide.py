@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from reward_server.checker import relations
 from reward_server.checker.compare import Verdict, equal_values, same_value
+from reward_server.checker.extract import answer_text
 from reward_server.checker.guard import bomb, complexity_violation
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.checker.reading import Refused, Statement, read_pair
 from reward_server.checker.units import units_differ
+from reward_server.checker.values import Expression
 from reward_server.protocol import Reason
 
 
@@ -31,28 +33,30 @@ def precheck(
     or decided exactly), else the check the pool must decide."""
     for text, who in ((answer, "answer"), (reference, "reference")):
         problem = complexity_violation(text, max_chars, max_nesting)
-        problem = problem or bomb(text)  # the cost guard: no worker for a LaTeX bomb
         if problem is not None:
             return Verdict(False, Reason(f"{who}_{problem}"))
+    if answer_text(answer) == answer_text(reference):
+        return Verdict(True, Reason.EQUIVALENT)  # the reference as it is written
     answer_read, reference_read = read_pair(answer, reference, same_value)
+    if isinstance(reference_read, Refused):
+        return Verdict(False, Reason.UNPARSABLE_REFERENCE)
     if isinstance(answer_read, Refused):
         return Verdict(False, answer_read.reason)
+    for read, who in ((answer_read, "answer"), (reference_read, "reference")):
+        problem = bomb(read.tree)  # the cost guard: no worker for a number bomb
+        if problem is not None:
+            return Verdict(False, Reason(f"{who}_{problem}"))
     return decide(answer_read, reference_read)
 
 
 def decide(answer: Statement, reference: Statement) -> Verdict | SymbolicCheck:
-    """The verdict on two read answers, or the check left for the symbolic worker: leaves of
-    the two readings, with the steps of a calculation and a congruence's sides typed apart
-    (relations and units removed where they are decided here).
+    """The verdict on two read answers, or the check left for the symbolic worker.
 
     In order: the answer policy (a worded reference is compared as words instead); a
     congruence's residue; an equation against an equation (the sides, when both name the same
     quantity) or against a value (every step of a calculation holds, the last side is the
     value); the units; the typed values (``compare.equal_values``)."""
-    a, r = answer.text, reference.text
-    if not a or not r:
-        return Verdict(False, Reason.EMPTY_ANSWER if not a else Reason.NO_REFERENCE)
-    if a == r:
+    if answer.tree == reference.tree:
         return Verdict(True, Reason.EQUIVALENT)
     if reference.words is None:
         if answer.refusal is not None:
@@ -61,9 +65,7 @@ def decide(answer: Statement, reference: Statement) -> Verdict | SymbolicCheck:
         return _verdict(answer.words == reference.words)
     if answer.congruence is not None:
         if answer.residue is None:
-            sides, modulus = answer.congruence
-            assert modulus is not None  # without one, a congruence reads as an equation
-            return SymbolicCheck(a, r, congruence=(sides, modulus))
+            return SymbolicCheck(answer.value, reference.value, congruence=answer.congruence)
         if isinstance(answer.residue, Reason):
             return Verdict(False, answer.residue)  # false_equation
         answer = answer.residue
@@ -73,9 +75,11 @@ def decide(answer: Statement, reference: Statement) -> Verdict | SymbolicCheck:
                 relations.relates_labels(x.label, y.label, y.side_names)
                 for x, y in ((answer, reference), (reference, answer))
             ):
-                # "\\cos x = ..." against "\\sin x = ...", "y = x" against "x = y": whole relations
-                return SymbolicCheck(answer.text, r)
+                # "\\cos x = ..." against "\\sin x = ...", "y = x" against "x = y": relations
+                return SymbolicCheck(Expression(answer.tree), Expression(reference.tree))
             answer, reference = answer.side_statements[0], reference.side_statements[0]
+        else:  # "2x - y = 5" against "y = 2x - 5": the same line, as relations
+            return SymbolicCheck(Expression(answer.tree), Expression(reference.tree))
     elif answer.side_statements is not None:
         if any(same_value(left, right) is False for left, right in answer.steps):
             return Verdict(False, Reason.FALSE_EQUATION)  # "13 = 12": not an answer
@@ -84,16 +88,13 @@ def decide(answer: Statement, reference: Statement) -> Verdict | SymbolicCheck:
             return Verdict(False, Reason.UNIT_MISMATCH)
         if not all(same_value(left, right) for left, right in answer.steps):
             # "\\sqrt{9+16} = 5 cm": the pool checks every step, the last side without its unit
-            steps = tuple((left.text, right.text) for left, right in answer.steps)
-            return SymbolicCheck(last.value_text, reference.value_text, steps=steps)
+            return SymbolicCheck(last.value, reference.value, steps=answer.steps)
         answer = last
-    if answer.unit is not None and reference.unit is not None and answer.unit != reference.unit:
+    if units_differ(answer.unit, reference.unit):
         return Verdict(False, Reason.UNIT_MISMATCH)
-    if not answer.value.text or not reference.value.text:
-        return _verdict(False)
     decided = equal_values(answer.value, reference.value)
     if decided is None:
-        return SymbolicCheck(answer.value_text, reference.value_text)
+        return SymbolicCheck(answer.value, reference.value)
     return _verdict(decided)
 
 

@@ -10,6 +10,7 @@ markers as the fallback. Every function here is linear in its input: they run in
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 # End-of-turn / end-of-text / padding tokens of common chat templates (Qwen, Llama 2/3, Mistral,
@@ -418,3 +419,62 @@ def extract_reference(label: object) -> str | None:
         return unwrap_math(text, prose=True) or None
     text = unwrap_math(text)
     return text or None
+
+
+# "The final answer is", "Answer:", "**Answer:**", and the "####" of GSM8K or a markdown heading
+# before it: an announcement of the answer, never part of it.
+_ANSWER_PREFIX = re.compile(
+    r"\s*(?:#{1,6}\s*)?(?:(?:\*\*|__)?(?:the\s+)?(?:final\s+)?answer\b(?:\s+is)?\s*[:=]?\s*"
+    r"(?:\*\*|__)?\s*)?",
+    re.IGNORECASE,
+)
+# Markdown emphasis around the whole answer: "**18**", "*18*", "`18`".
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=16384)
+def answer_text(text: str) -> str:
+    """The answer an answer block or a label holds, for the grammar to read: its announcement
+    ("The final answer is"), markdown emphasis around it, its boxes and math delimiters taken
+    off (``unwrap_math``). Only what surrounds the answer goes; nothing inside it changes."""
+    text = _unannounced(text.strip())
+    text = unwrap_math(text)
+    return _unannounced(text).strip()
+
+
+def _unannounced(text: str) -> str:
+    while (m := _EMPHASIS.fullmatch(text)) is not None:
+        text = m.group(2).strip()
+    m = _ANSWER_PREFIX.match(text)
+    if m is not None and m.end() > 0:
+        text = text[m.end() :]
+    while (m := _EMPHASIS.fullmatch(text)) is not None:
+        text = m.group(2).strip()
+    return text
+
+
+# A JSON object with one member: what a model prompted for JSON writes as its answer.
+_FENCE = re.compile(r"^```[A-Za-z]*\s*(.*?)\s*```$", re.DOTALL)
+
+
+def json_answer(text: str) -> str:
+    """``{"answer": 42}`` -> ``42``: a JSON object (in a code fence or not) with exactly one
+    member whose value is a number, a string or a list of them is that value. Anything else,
+    an object with a second member among them, is returned as it is (``json.loads`` only:
+    nothing is evaluated)."""
+    inner = text.strip()
+    fenced = _FENCE.match(inner)
+    inner = fenced.group(1) if fenced else inner
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return text
+    try:
+        obj = json.loads(inner)
+    except ValueError:
+        return text
+    if not isinstance(obj, dict) or len(obj) != 1:
+        return text
+    (value,) = obj.values()
+    items = value if isinstance(value, list) and value else [value]
+    if any(isinstance(v, bool) or not isinstance(v, int | float | str) for v in items):
+        return text
+    return ", ".join(str(v) for v in items)

@@ -1,222 +1,220 @@
-"""Numbers, read exactly: digits (``-1,234.5``, ``1.5e3``, ``0.\\overline{3}``), fractions,
-mixed numbers, percents, number words (``twenty-five``, ``5 thousand``), calculations with
-numbers only (``16-3-4``) and numerals in a base (``1011_2``), as ``fractions.Fraction``.
+"""Numbers, exactly: the value of a tree of numbers only as a ``fractions.Fraction``.
 
-No sympy and no ``eval``: a small recursive-descent parser over exact rationals, bounded by the
-length of the text (the cost guard has bounded that already).
+Digits as written (``-1,234.5``, ``10\\,000``, ``1.5e3``, ``0.\\overline{3}``), fractions,
+mixed numbers (``2\\frac{1}{2}``, ``1 1/2``), number words (``twenty-five``) and calculations
+with numbers only (``16-3-4``, ``2^{10}``, ``5!``, ``\\binom{5}{2}``) have an exact value;
+anything with a name, a root or a function has none here (the symbolic check decides it).
+
+No sympy and no ``eval``: a walk over the tree, bounded by its size and by the sizes below.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
-from reward_server.checker.lexicon import NUMBER_WORDS, NUMERIC_MULTIPLIERS, SCALES
-from reward_server.checker.units import is_unit_suffix
+from reward_server.checker import tree as t
+from reward_server.checker.lexicon import NUMBER_WORDS, SCALES
 
-# 10**1000 is still instant with Fraction; larger exponents are left to the (killable) pool.
-_MAX_EXPONENT = 1000
+# A power of ten up to this exponent is instant with Fraction; a calculation's other powers
+# stay below these sizes (larger ones are left to the symbolic check, which the guard bounds).
+_MAX_TEN_EXPONENT = 1000
+_MAX_POWER = 100
+_MAX_DIGITS = 1000
+_MAX_FACTORIAL = 1000
 
 
 def number_word_value(text: str) -> int | None:
     """The integer a number written in words names: ``seven``, ``twenty-five``, ``one hundred
     and twelve``, ``three thousand``; None for anything else."""
-    tokens = [t for t in re.split(r"[\s\-]+", text.lower().strip()) if t and t != "and"]
+    tokens = [w for w in re.split(r"[\s\-]+", text.lower().strip()) if w and w != "and"]
     if not tokens or ("and" in text.lower().split() and len(tokens) < 2):
         return None
     total = current = 0
     last = None  # the kind of the previous word: ones, tens, hundred, scale
     scale = None  # the last scale word's value: scales only decrease ("three thousand two")
-    for t in tokens:
-        if t in NUMBER_WORDS and NUMBER_WORDS[t] < 20:
-            if last == "ones" or (last == "tens" and not 0 < NUMBER_WORDS[t] < 10):
+    for word in tokens:
+        if word in NUMBER_WORDS and NUMBER_WORDS[word] < 20:
+            if last == "ones" or (last == "tens" and not 0 < NUMBER_WORDS[word] < 10):
                 return None  # "seventy-twelve", "twenty-zero"
-            current += NUMBER_WORDS[t]
+            current += NUMBER_WORDS[word]
             last = "ones"
-        elif t in NUMBER_WORDS:
+        elif word in NUMBER_WORDS:
             if last in ("ones", "tens"):
                 return None
-            current += NUMBER_WORDS[t]
+            current += NUMBER_WORDS[word]
             last = "tens"
-        elif t == "hundred" and last == "ones" and current < 10:
+        elif word == "hundred" and last == "ones" and current < 10:
             current *= 100
             last = "hundred"
-        elif t in SCALES and last in ("ones", "tens", "hundred"):
-            if scale is not None and SCALES[t] >= scale:
+        elif word in SCALES and last in ("ones", "tens", "hundred"):
+            if scale is not None and SCALES[word] >= scale:
                 return None
-            total += current * SCALES[t]
-            current, last, scale = 0, "scale", SCALES[t]
+            total += current * SCALES[word]
+            current, last, scale = 0, "scale", SCALES[word]
         else:
             return None
     return total + current
 
 
-_NUMBER = re.compile(
-    r"(?P<sign>[+-]?)"
-    r"(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?!\d)|\d+)?"
-    r"(?:\.(?P<frac>\d*)(?:\\overline\{(?P<rep>\d+)\})?)?"
-    r"(?:[eE](?P<exp1>[+-]?\d+)"
-    r"|(?:\\times|\\cdot|\*) ?10\^(?:\{(?P<exp2>[+-]?\d+)\}|(?P<exp3>\d)))?"
-)
+_SEPARATORS = re.compile(r",\\!|\{,\}|\\,|[,\s]")
 
 
-def _decimal_value(m: re.Match[str]) -> Fraction | None:
-    int_part, frac, rep = m.group("int"), m.group("frac"), m.group("rep")
-    if not int_part and not frac and not rep:
+def literal(text: str) -> Fraction | None:
+    """The value of digits as the lexer read them (``tree.Num``): thousands separators of
+    every spelling, decimals, an exponent, a repeating block."""
+    m = re.fullmatch(
+        r"(?P<int>[\d,\s\\!{}]*?)(?:\.(?P<frac>\d*))?(?:\\overline\{(?P<rep>\d+)\})?"
+        r"(?:[eE](?P<exp>[-+]?\d+))?",
+        text,
+    )
+    if m is None:
         return None
-    value = Fraction(int((int_part or "0").replace(",", "").replace(" ", "")))
+    int_part = _SEPARATORS.sub("", m.group("int") or "")
+    frac, rep = m.group("frac") or "", m.group("rep")
+    if not (int_part or frac or rep) or not (int_part or "0").isdigit():
+        return None
+    value = Fraction(int(int_part or "0"))
     if frac:
         value += Fraction(int(frac), 10 ** len(frac))
     if rep:
-        # 0.1\overline{6}: the repeating block r after k decimals adds r / (10^k (10^len(r) - 1)).
-        value += Fraction(int(rep), 10 ** len(frac or "") * (10 ** len(rep) - 1))
-    exp = m.group("exp1") or m.group("exp2") or m.group("exp3")
-    if exp is not None:
-        e = int(exp)
-        if abs(e) > _MAX_EXPONENT:
+        # 0.1\overline{6}: the repeating block r after k decimals adds r / (10^k (10^len(r) - 1))
+        value += Fraction(int(rep), 10 ** len(frac) * (10 ** len(rep) - 1))
+    if m.group("exp") is not None:
+        exponent = int(m.group("exp"))
+        if abs(exponent) > _MAX_TEN_EXPONENT:
             return None
-        value *= Fraction(10) ** e
-    return -value if m.group("sign") == "-" else value
+        value *= Fraction(10) ** exponent
+    return value
 
 
-def _plain_number(s: str) -> Fraction | None:
-    """A number with nothing around it (no units): ``-1,234.5``, ``1.5e3``, ``0.\\overline{3}``."""
-    m = _NUMBER.fullmatch(s.strip())
-    return _decimal_value(m) if m else None
+def integer_digits(node: t.Node) -> str | None:
+    """The digits of a plain integer literal written without separators (``1011``, ``033``),
+    read in another numeral's base by ``compare``; None for anything else."""
+    return node.text if isinstance(node, t.Num) and node.text.isdigit() else None
 
 
-_FRAC = re.compile(
-    r"(?P<sign>[+-]?)\\frac(?:\{(?P<a>[^{}]*)\}\{(?P<b>[^{}]*)\}|(?P<c>\d)(?P<d>\d))"
-)
-_MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) ?\\frac\{(?P<a>\d+)\}\{(?P<b>\d+)\}")
-_ASSIGN = re.compile(r"(?:[A-Za-z]|\\text\{[A-Za-z ]+\}) ?= ?(?P<rhs>.+)")
-_PLAIN_MIXED = re.compile(r"(?P<sign>[+-]?)(?P<w>\d+) (?P<a>\d+)/(?P<b>\d+)")  # "1 1/2"
+def mixed_number(node: t.Node) -> Fraction | None:
+    """``2\\frac{1}{2}`` and ``1 1/2``: a whole number and a proper fraction written side by side
+    (a product would need a sign: ``2 \\cdot \\frac12``)."""
+    if not isinstance(node, t.Product):
+        return None
+    factors, joins = node.factors, node.joins
+    whole = _natural(factors[0])
+    if whole is None:
+        return None
+    if len(factors) == 2 and joins[0] in ("", " ") and isinstance(factors[1], t.Frac):
+        part = (_natural(factors[1].numerator), _natural(factors[1].denominator))
+    elif len(factors) == 3 and joins == (" ", "/"):
+        part = (_natural(factors[1]), _natural(factors[2]))
+    else:
+        return None
+    numerator, denominator = part
+    if numerator is None or not denominator or numerator >= denominator:
+        return None
+    return whole + Fraction(numerator, denominator)
 
 
-def parse_number(s: str) -> tuple[Fraction, bool] | None:
-    """(exact value, written as a percent) of a canonical answer that is one number, else None."""
-    m = _ASSIGN.fullmatch(s)
-    if m and "=" not in m.group("rhs"):
-        s = m.group("rhs")
-    percent = False
-    if s.endswith("\\%"):  # every percent word is "\\%" in a canonical answer
-        s, percent = s[:-2].rstrip(), True
-    worded = number_word_value(s) if s[:1].isalpha() else None
-    if worded is not None:
-        return Fraction(worded), percent
+def _natural(node: t.Node) -> int | None:
+    return int(node.text) if isinstance(node, t.Num) and node.text.isdigit() else None
 
-    m = _MIXED.fullmatch(s) or _PLAIN_MIXED.fullmatch(s)
-    if m and int(m.group("a")) < int(m.group("b")):
-        value = int(m.group("w")) + Fraction(int(m.group("a")), int(m.group("b")))
-        return (-value if m.group("sign") == "-" else value), percent
-    m = _FRAC.fullmatch(s)
-    if m:
-        num = _plain_number(m.group("a") if m.group("a") is not None else m.group("c"))
-        den = _plain_number(m.group("b") if m.group("b") is not None else m.group("d"))
-        if num is None or not den:
+
+def exact(node: t.Node) -> Fraction | None:
+    """The exact value of a calculation with numbers only, or None for anything else."""
+    try:
+        return _exact(node, 0)
+    except (ArithmeticError, ValueError, RecursionError):
+        return None
+
+
+def _exact(node: t.Node, depth: int) -> Fraction | None:
+    if depth > 60:
+        return None
+    depth += 1
+    if isinstance(node, t.Num):
+        return literal(node.text)
+    if isinstance(node, t.Word) and node.number:
+        value = number_word_value(node.text)
+        return None if value is None else Fraction(value)
+    if isinstance(node, t.Currency):  # "9 \\times \\$2": the sign is a unit's, the value 2
+        return _exact(node.operand, depth)
+    if isinstance(node, t.Neg):
+        inner = _exact(node.operand, depth)
+        return None if inner is None else -inner
+    if isinstance(node, t.Sum):
+        total = Fraction(0)
+        for sign, term in node.terms:
+            value = _exact(term, depth)
+            if value is None or sign not in ("+", "-"):
+                return None
+            total += value if sign == "+" else -value
+        return total
+    if isinstance(node, t.Product):
+        return _product(node, depth)
+    if isinstance(node, t.Frac):
+        numerator, denominator = _exact(node.numerator, depth), _exact(node.denominator, depth)
+        if numerator is None or not denominator:
             return None
-        return (-num / den if m.group("sign") == "-" else num / den), percent
-    if s.count("/") == 1:
-        a, b = s.split("/")
-        num, den = _plain_number(a), _plain_number(b)
-        if num is not None and den:
-            return num / den, percent
+        return numerator / denominator
+    if isinstance(node, t.Power):
+        return _power(node, depth)
+    if (
+        isinstance(node, t.Bracket)
+        and (node.opening, node.closing) == ("(", ")")
+        and len(node.items) == 1
+    ):
+        return _exact(node.items[0], depth)
+    if isinstance(node, t.Postfix) and set(node.marks) == {"!"} and len(node.marks) == 1:
+        n = _exact(node.operand, depth)
+        if n is None or n.denominator != 1 or not 0 <= n <= _MAX_FACTORIAL:
+            return None
+        return Fraction(math.factorial(int(n)))
+    if isinstance(node, t.Binom):
+        n, k = _exact(node.n, depth), _exact(node.k, depth)
+        if n is None or k is None or n.denominator != 1 or k.denominator != 1 or n < 0:
+            return None
+        if min(k, n - k) > _MAX_FACTORIAL:
+            return None
+        return Fraction(math.comb(int(n), int(k)) if k >= 0 else 0)
+    return None
 
-    m = _NUMBER.match(s)
-    if not m or m.end() == 0:
-        calculated = arithmetic(s) if s.startswith("(") else None  # "(3+4)\\cdot 2"
-        return None if calculated is None else (calculated, percent)
-    value = _decimal_value(m)
+
+def _product(node: t.Product, depth: int) -> Fraction | None:
+    mixed = mixed_number(node)
+    if mixed is not None:
+        return mixed
+    value = _exact(node.factors[0], depth)
     if value is None:
         return None
-    rest = s[m.end() :]
-    if rest[:1] in _OPERATOR_START or rest.startswith(("\\times", "\\cdot", "\\div")):
-        calculated = arithmetic(s)  # "16-3-4", "9\\times2": a calculation with numbers only
-        return None if calculated is None else (calculated, percent)
-    if rest.endswith("\\%"):
-        rest, percent = rest[:-2].rstrip(), True
-    word = re.sub(r"^\\text\{\s*([A-Za-z]+)\s*\}$", r"\1", rest.strip()).lower()
-    if word in NUMERIC_MULTIPLIERS:  # "5 thousand" is 5000, not 5 with a unit
-        return value * NUMERIC_MULTIPLIERS[word], percent
-    if rest and not is_unit_suffix(rest):
-        return None
-    return value, percent
-
-
-# ---------------------------------------------------------------- arithmetic
-
-_OPERATOR_START = frozenset("+-*/^×÷")
-_ARITH_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<op>\\times|\\cdot|\\div|[-+*/^×÷()]|\{|\}))"
-)
-_MAX_POWER = 100  # exponents of a calculation in an answer; the cost guard bounds the rest
-_MAX_DIGITS = 1000
-
-
-def arithmetic(s: str) -> Fraction | None:
-    """The exact value of a calculation with numbers only (``16-3-4``, ``9\\times2``,
-    ``(3+4)\\cdot 2``, ``2^{10}``), or None for anything else. A small recursive-descent
-    parser over exact rationals: never ``eval``, bounded by the length of ``s``."""
-    tokens: list[str] = []
-    pos = 0
-    while pos < len(s):
-        m = _ARITH_TOKEN.match(s, pos)
-        if m is None:
-            if s[pos:].strip() == "":
-                break
+    for join, factor in zip(node.joins, node.factors[1:], strict=True):
+        if join == " " and isinstance(factor, t.Num):
+            return None  # "2 3": two numerals side by side are no product
+        right = _exact(factor, depth)
+        if right is None or join == "mod":
             return None
-        tokens.append(m.group("num") or m.group("op"))
-        pos = m.end()
-    if not tokens or len(tokens) > 200:
+        if join in ("/", ":"):
+            if not right:
+                return None
+            value /= right
+        else:
+            value *= right
+    return value
+
+
+def _power(node: t.Power, depth: int) -> Fraction | None:
+    base, exponent = _exact(node.base, depth), _exact(node.exponent, depth)
+    if base is None or exponent is None or exponent.denominator != 1:
         return None
-    try:
-        value, rest = _sum(tokens, 0)
-    except (ArithmeticError, ValueError, IndexError, RecursionError):
+    e = int(exponent)
+    if base == 10 and abs(e) <= _MAX_TEN_EXPONENT:
+        return Fraction(10) ** e
+    if abs(e) > _MAX_POWER or (base == 0 and e < 0):
         return None
-    return value if rest == len(tokens) else None
-
-
-def _sum(t: list[str], i: int) -> tuple[Fraction, int]:
-    value, i = _product(t, i)
-    while i < len(t) and t[i] in ("+", "-"):
-        right, j = _product(t, i + 1)
-        value, i = (value + right if t[i] == "+" else value - right), j
-    return value, i
-
-
-def _product(t: list[str], i: int) -> tuple[Fraction, int]:
-    value, i = _power(t, i)
-    while i < len(t) and t[i] in ("*", "/", "\\times", "\\cdot", "\\div", "×", "÷"):
-        right, j = _power(t, i + 1)
-        value, i = (value / right if t[i] in ("/", "\\div", "÷") else value * right), j
-    return value, i
-
-
-def _power(t: list[str], i: int) -> tuple[Fraction, int]:
-    base, i = _atom(t, i)
-    if i < len(t) and t[i] == "^":
-        exponent, i = _atom(t, i + 1)
-        if exponent.denominator != 1 or abs(exponent) > _MAX_POWER:
-            raise ValueError("exponent out of range")
-        base = base ** int(exponent)
-        if len(str(base.numerator)) + len(str(base.denominator)) > _MAX_DIGITS:
-            raise ValueError("too large")
-    return base, i
-
-
-def _atom(t: list[str], i: int) -> tuple[Fraction, int]:
-    if t[i] == "-":
-        value, i = _atom(t, i + 1)
-        return -value, i
-    if t[i] in ("(", "{"):
-        closer = ")" if t[i] == "(" else "}"
-        value, j = _sum(t, i + 1)
-        if j >= len(t) or t[j] != closer:
-            raise ValueError("unbalanced")
-        return value, j + 1
-    if t[i][0].isdigit():
-        return Fraction(t[i]), i + 1
-    raise ValueError(f"unexpected {t[i]}")
+    size = abs(e) * (math.log10(max(abs(base.numerator), 1)) + math.log10(base.denominator))
+    if size > _MAX_DIGITS:
+        return None
+    return base**e
 
 
 def numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool]) -> bool:
@@ -235,33 +233,12 @@ def numbers_equal(answer: tuple[Fraction, bool], reference: tuple[Fraction, bool
 
 # ---------------------------------------------------------------- numerals in a base
 
-_BASE = re.compile(r"\(?(?:\\text\{)?(?P<d>[0-9A-Za-z]+)\}?\)?_\{?\(?(?P<b>\d{1,2})\)?\}?")
-_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_BASE_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def base_numeral(s: str) -> tuple[str, int | None] | None:
-    """(digits, base) of ``1011_2``, ``1011_{(2)}``, ``(1011)_2``, ``\\text{1011}_2``; (digits,
-    None) for bare digits; None for anything else or digits invalid in their base."""
-    m = _BASE.fullmatch(s)
-    digits, base = (m.group("d").upper(), int(m.group("b"))) if m else (s.upper(), None)
-    if not digits.isalnum() or not digits.isascii():
+def numeral_value(digits: str, base: int) -> int | None:
+    """The value of ``digits`` in ``base``; None when a digit is not one of the base's."""
+    valid = 2 <= base <= 36 and digits and all(0 <= _BASE_DIGITS.find(c) < base for c in digits)
+    if not valid:
         return None
-    if base is not None and not (2 <= base <= 36 and all(_DIGITS.index(c) < base for c in digits)):
-        return None
-    return (digits, base) if base is not None or digits.isdigit() else None
-
-
-def numerals_equal(
-    a: tuple[str, int | None] | None, r: tuple[str, int | None] | None
-) -> bool | None:
-    """Numerals with a base subscript compare by digits and base; bare digits are read in the
-    other side's base (``1011`` against ``1011_2``), so 11 is not ``1011_2``. None unless one
-    side has a base and the other is a numeral (``base_numeral``'s (digits, base))."""
-    if a is None or r is None or (a[1] is None and r[1] is None):
-        return None
-    digits_equal = a[0].lstrip("0") == r[0].lstrip("0")
-    if a[1] is None or r[1] is None:
-        base = a[1] or r[1]
-        bare = a[0] if a[1] is None else r[0]
-        return digits_equal and all(_DIGITS.index(c) < base for c in bare)
-    return digits_equal and a[1] == r[1]
+    return int(digits, base)

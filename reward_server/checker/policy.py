@@ -4,7 +4,7 @@ that the reference is), and the only text it may hold is wrapping, a unit, or an
 A policy learns whatever the checker lets through. Words that hedge (``7 or more``), negate
 (``9 is wrong``) or change the value (``5 thousand`` against 5, ``9 squared``) each earn 0 with
 a named reason, decided here in bounded time, before any equivalence check: ``word_problem``
-for a short answer, ``refusal`` for the words of a sentence or around a box. The other two
+for a short answer's tree, ``refusal`` for the words of a sentence or around a box. The other two
 refusals are rules of their own modules: a unit other than the reference's
 (``units.units_differ``) and a calculation whose steps differ (``relations.checked_steps``).
 ``docs/reward-server.md`` states the policy; ``tests/reward_server/exploit_corpus.py`` holds
@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker import tree as t
 from reward_server.checker.lexicon import (
     APPROXIMATE,
     APPROXIMATE_PAIRS,
@@ -34,46 +34,57 @@ from reward_server.protocol import Reason
 
 # A past participle written after the value ("6 cubed", "4 doubled", "9 reduced") names an
 # operation on it, never a unit; "hundred" is the one number word of that shape.
-_OPERATION_AFTER_VALUE = re.compile(
-    r"(?:\d|\})\s*(?:\\text\{\s*)?(?!hundred)[A-Za-z]{3,}ed\s*\}?\s*$", re.IGNORECASE
-)
-_TEXT_ARG = re.compile(TEXT_COMMAND + r"\{([^{}]*)\}")
-_BARE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_OPERATION_AFTER_VALUE = re.compile(r"(?!hundred)[a-z]{3,}ed")
 
 
-def words(s: str) -> list[str]:
-    """Lower-cased words of a canonical answer: every word inside text commands (single letters
-    too: ``\\mathrm{i}``) and every bare run of 2+ letters that is not a LaTeX command name."""
-    found = [w.lower() for arg in _TEXT_ARG.findall(s) for w in re.findall(r"[A-Za-z]+", arg)]
-    outside = _TEXT_ARG.sub(" ", s)
-    found += [w.lower() for w in _BARE_WORD.findall(outside)]
+def tree_words(node: t.Node) -> list[str]:
+    """Lower-cased words of an answer's tree, in order: every word of a text command (single
+    letters too: ``\\mathrm{i}``), every run of letters and every number word."""
+    found: list[str] = []
+    for part in t.walk(node):
+        if isinstance(part, t.Word):
+            found += re.findall(r"[a-z]+", part.text.lower())
+        elif isinstance(part, t.Text):
+            found += re.findall(r"[a-z]+", part.content.lower())
     return found
 
 
-def word_problem(answer: str, numeric: bool) -> Reason | None:
-    """Why the words of ``answer`` make it no answer (``hedged_answer``, ``negated_answer``,
-    ``multiplier_word``, ``prose_in_answer``), or None.
-
-    ``numeric``: the answer reads as one number, so numeric multiplier words are part of it.
-    """
-    found = set(words(answer))
+def word_problem(node: t.Node, numeric: bool) -> Reason | None:
+    """Why the words of an answer's tree make it no answer (``hedged_answer``,
+    ``negated_answer``, ``several_candidates``, ``multiplier_word``, ``prose_in_answer``), or
+    None. ``numeric``: the answer reads as one number, so numeric multiplier words are part of
+    it (``5 thousand``)."""
+    ordered = tree_words(node)
+    found = set(ordered)
+    if not found:
+        return None
     if found & NEGATIONS:  # checked first: "9 is incorrect" is a negation, not just prose
         return Reason.NEGATED_ANSWER
     if found & SHORT_ANSWER_HEDGES:
         return Reason.HEDGED_ANSWER
-    ordered = words(answer)
     if any(a == "or" and b in OR_BOUNDS for a, b in itertools.pairwise(ordered)):
         return Reason.HEDGED_ANSWER  # "18 or so", "18 give or take"
-    if any(ch.isdigit() for ch in answer) and found & NUMBER_WORDS.keys():
+    digits = any(isinstance(part, t.Num) for part in t.walk(node))
+    if digits and found & NUMBER_WORDS.keys():
         return Reason.SEVERAL_CANDIDATES  # "3 (or four)"
     multipliers = found & MULTIPLIERS
     if multipliers and not (numeric and multipliers <= NUMERIC_MULTIPLIERS.keys()):
         return Reason.MULTIPLIER_WORD
-    if _OPERATION_AFTER_VALUE.search(answer):
+    if _operation_after_value(node):
         return Reason.MULTIPLIER_WORD  # "4 doubled", "9 raised": an operation, not a unit
     if found & PROSE:
         return Reason.PROSE_IN_ANSWER
     return None
+
+
+def _operation_after_value(node: t.Node) -> bool:
+    if not isinstance(node, t.Product) or isinstance(node.factors[-2], t.Word | t.Text):
+        return False  # "250 people signed": the word after a unit is no operation on the value
+    last = node.factors[-1]
+    text = (
+        last.text if isinstance(last, t.Word) else last.content if isinstance(last, t.Text) else ""
+    )
+    return _OPERATION_AFTER_VALUE.fullmatch(text.strip().lower()) is not None
 
 
 def refusal(words: list[str | None], *, bound_at_end: bool = False) -> Reason | None:

@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from reward_server.checker import notation, policy
-from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker import policy, relations, syntax
+from reward_server.checker.extract import PART_LABEL, TEXT_COMMAND, answer_text
 from reward_server.checker.lexicon import (
     ADJECTIVES,
     ANSWER_WORDS,
@@ -53,11 +53,9 @@ from reward_server.checker.lexicon import (
     SENTENCE_WORDS,
     WHICH_VERBS,
 )
-from reward_server.checker.normalize import canonical
 from reward_server.checker.numbers import number_word_value
-from reward_server.checker.relations import checked_steps, split_equation
-from reward_server.checker.units import UNIT_NAMES, UNIT_WORDS, split_unit
-from reward_server.checker.values import Value, value_of
+from reward_server.checker.units import UNIT_NAMES, UNIT_WORDS
+from reward_server.checker.values import Value, item_value, unwrapped
 from reward_server.protocol import Reason
 
 # Whether two values an answer states, read here, are one value by the exact rules: the
@@ -67,10 +65,26 @@ SameValue = Callable[[Value, Value], bool | None]
 
 @dataclass(frozen=True)
 class Reading:
-    """What a sentence states: ``value`` (the value and its unit), or ``reason`` why none."""
+    """What a sentence states: ``phrases``, the words of each value it states with its unit
+    (``18 apples``; several for a list, ``alternatives`` when joined by "or"), ``negative`` when
+    a word before the value negates it ("minus 5"); or ``reason`` why it states none.
+    ``value`` spells the phrases as one text, for a reader to see."""
 
-    value: str | None
+    phrases: tuple[str, ...] = ()
     reason: Reason | None = None
+    alternatives: bool = False
+    negative: bool = False
+
+    @property
+    def value(self) -> str | None:
+        if not self.phrases:
+            return None
+        text = (" or " if self.alternatives else ", ").join(self.phrases)
+        return f"-{text}" if self.negative else text
+
+
+def _refused(reason: Reason) -> Reading:
+    return Reading((), reason)
 
 
 # ------------------------------------------------------------------ patterns
@@ -81,6 +95,8 @@ _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*")
 _TEXT_COMMAND = re.compile(TEXT_COMMAND + r"\s*\{([^{}]*)\}")
 _MARKDOWN = re.compile(r"\*\*|__|(?<![\w*\\])\*(?=\S)|(?<=\S)\*(?![\w*])|^#+\s*|`")
 # "3-5 hours": a range of two numbers is a hedge, never a subtraction.
+# A remark in a text command at the end: "13 \\text{ (which equals 12)}".
+_TRAILING_TEXT = re.compile(TEXT_COMMAND + r"\s*\{([^{}]*)\}$")
 _RANGE = re.compile(r"^\$?\d+(?:\.\d+)?(?:-|\u2013|\u2014)\$?\d+(?:\.\d+)?%?$")
 
 
@@ -94,6 +110,16 @@ class _Token:
     stop: str = ""  # punctuation after it: "." "," ";" ":" or ""
 
 
+# Invisible marks (zero-width, bidirectional, variation selectors) separate nothing.
+_INVISIBLE = dict.fromkeys(
+    [
+        *range(0x200B, 0x2010),
+        *range(0x2060, 0x2065),
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+        *(0xFEFF, 0x00AD, 0x061C, 0xFE0E, 0xFE0F, 0),
+    ]
+)
 _DOLLAR = re.compile(r"(?<!\\)\$")
 _DOUBLE_DOLLAR = re.compile(r"(?<!\\)\$\$")
 
@@ -156,8 +182,7 @@ def _chunks(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> list[_Token]:
-    text = notation.plain_text(text)
-    text = _MARKDOWN.sub(" ", text)
+    text = _MARKDOWN.sub(" ", text.translate(_INVISIBLE))
     tokens: list[_Token] = []
     for piece, is_math in _math_segments(text):
         if is_math:
@@ -354,10 +379,18 @@ def _remarked_value(text: str, same_value: SameValue) -> Reading | None:
     claims the 4 it never wrote as its answer). None when ``text`` is no such value and remark.
     Linear (string searches, no pattern)."""
     body = text.strip().rstrip(".!").rstrip()
-    opening = body.rfind("(")
-    if not body.endswith(")") or opening < 1:
-        return None
-    value, remark = body[:opening].strip(), body[opening + 1 : -1]
+    wrapped = _TRAILING_TEXT.search(body)
+    if wrapped is not None and wrapped.group(1).strip().startswith("("):
+        # "13 \\text{ (which equals 12)}": the remark in a text command
+        value, remark = body[: wrapped.start()].strip(), wrapped.group(1).strip()
+        if not remark.endswith(")"):
+            return None
+        remark = remark[1:-1]
+    else:
+        opening = body.rfind("(")
+        if not body.endswith(")") or opening < 1:
+            return None
+        value, remark = body[:opening].strip(), body[opening + 1 : -1]
     if not value or any(c in value or c in remark for c in "()"):
         return None
     if any(part.count("{") != part.count("}") for part in (value, remark)):
@@ -368,8 +401,8 @@ def _remarked_value(text: str, same_value: SameValue) -> Reading | None:
     if reading.value is None:
         return None
     if not _restatements([value, reading.value], same_value):
-        return Reading(None, Reason.SEVERAL_CANDIDATES)
-    return Reading(value)
+        return _refused(Reason.SEVERAL_CANDIDATES)
+    return Reading((value,))
 
 
 def read(text: str, same_value: SameValue) -> Reading:
@@ -384,14 +417,14 @@ def read(text: str, same_value: SameValue) -> Reading:
     words = [_word(tokens, i) for i in range(len(tokens))]
     refused = policy.refusal(words)
     if refused is not None:
-        return Reading(None, refused)
+        return _refused(refused)
 
     runs, answered = _roles(_runs(tokens), tokens, words)
 
     if not _markers_restate(runs, tokens, words, same_value):
-        return Reading(None, Reason.SEVERAL_CANDIDATES)  # "13 (that is, 12)"
+        return _refused(Reason.SEVERAL_CANDIDATES)  # "13 (that is, 12)"
     if any(_false_step(r.text, same_value) for r in runs if r.context):
-        return Reading(None, Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
+        return _refused(Reason.FALSE_EQUATION)  # "16 - 3 = 12, so ...": false working
     candidates = [r for r in runs if not r.context and (r.value or _after_copula(r, words))]
     for prev, run in itertools.pairwise(runs):  # "(B) and (D)": names listed after a copula
         listed = all(g in JOINERS or g == "," for g in _between(prev, run, tokens, words))
@@ -416,31 +449,30 @@ def read(text: str, same_value: SameValue) -> Reading:
         # second answer; alone ("5 more apples than Tom") it is the value.
         candidates = [r for r in candidates if r not in differences]
     if any(r.hedged for r in candidates):
-        return Reading(None, Reason.HEDGED_ANSWER)
+        return _refused(Reason.HEDGED_ANSWER)
     if any(run.first > 0 and words[run.first - 1] in OPERATIONS_BEFORE for run in candidates):
-        return Reading(None, Reason.MULTIPLIER_WORD)
+        return _refused(Reason.MULTIPLIER_WORD)
     if any(_operation_after(run, tokens, words) for run in candidates):
-        return Reading(None, Reason.MULTIPLIER_WORD)  # "4 to the power of 2" is 16
+        return _refused(Reason.MULTIPLIER_WORD)  # "4 to the power of 2" is 16
     if not candidates:
         hedged = any(r.hedged for r in runs)
-        return Reading(None, Reason.HEDGED_ANSWER if hedged else Reason.PROSE_IN_ANSWER)
+        return _refused(Reason.HEDGED_ANSWER if hedged else Reason.PROSE_IN_ANSWER)
 
     groups = _groups(candidates, tokens, words)
     values = [", ".join(_with_unit(r, tokens, words) for r in g) for g in groups]
     if len(set(values)) > 1 and not _restatements(values, same_value):
-        return Reading(None, Reason.SEVERAL_CANDIDATES)
+        return _refused(Reason.SEVERAL_CANDIDATES)
     last = groups[-1]
     items = [_with_unit(r, tokens, words) for r in last]
     alternatives = _joined_by(last, tokens, words, "or")
     if alternatives and _restatements(items, same_value):
         items = items[:1]  # "3/4, or 0.75": one value spelled twice
-    value = (" or " if alternatives else ", ").join(items)
-    if words[last[0].first - 1 : last[0].first] in (["negative"], ["minus"]):
-        value = "-" + value
-    restated = [value, *(_with_unit(r, tokens, words) for r in answered)]
+    negative = words[last[0].first - 1 : last[0].first] in (["negative"], ["minus"])
+    reading = Reading(tuple(items), alternatives=alternatives, negative=negative)
+    restated = [reading.value or "", *(_with_unit(r, tokens, words) for r in answered)]
     if answered and not _restatements(restated, same_value):
-        return Reading(None, Reason.SEVERAL_CANDIDATES)  # "the answer is 20, so 18"
-    return Reading(value)
+        return _refused(Reason.SEVERAL_CANDIDATES)  # "the answer is 20, so 18"
+    return reading
 
 
 def _roles(
@@ -672,11 +704,8 @@ def _joined_by(group: list[_Run], tokens: list[_Token], words: list[str | None],
 
 def _with_unit(run: _Run, tokens: list[_Token], words: list[str | None]) -> str:
     """The run and the unit words right after it: ``18 apples``, ``24 square units``, ``60
-    miles per hour``; at most two words, never a function word. A number word is written in
-    digits (``two dozen`` -> ``2 dozen``)."""
+    miles per hour``; at most two words, never a function word."""
     text, i, taken = run.text, run.last + 1, 0
-    if tokens[run.first].kind == "num":
-        text = str(number_word_value(text))
     if tokens[run.last].stop:
         return text
     while i < len(tokens) and taken < 2:
@@ -701,14 +730,82 @@ def _false_step(text: str, same_value: SameValue) -> bool:
     """A calculation in the working with a step between numbers that does not hold."""
     if "=" not in text:
         return False
-    split = split_equation(canonical(text))
+    node = syntax.parse(answer_text(text))
+    split = None if isinstance(node, syntax.Unparsable) else relations.equation(unwrapped(node))
     return split is not None and any(
-        same_value(value_of(a), value_of(b)) is False for a, b in checked_steps(split[1])
+        same_value(item_value(a), item_value(b)) is False
+        for a, b in relations.checked_steps(split[1])
     )
 
 
 def _restatements(values: list[str], same_value: SameValue) -> bool:
     """Whether every candidate states the first one's value, by the exact rules (``18``,
     ``$18``, ``18 dollars``; ``\\frac{3}{4}`` and ``0.75``; ``0.25`` and ``25%``)."""
-    first = value_of(split_unit(canonical(values[0]))[0])
-    return all(same_value(value_of(split_unit(canonical(v))[0]), first) for v in values[1:])
+    read = [_value(v) for v in values]
+    if any(v is None for v in read):
+        return False
+    first = read[0]
+    return all(same_value(v, first) for v in read[1:])  # type: ignore[arg-type]
+
+
+def _value(text: str) -> Value | None:
+    """The value a candidate's text states, its unit taken off; None when it is no notation."""
+    node = syntax.parse(answer_text(text))
+    if isinstance(node, syntax.Unparsable):
+        return None
+    split = relations.equation(unwrapped(node))
+    if split is not None and split[0] is not None and split[0].plain and len(split[1]) == 1:
+        return item_value(split[1][0])  # "x = 7" states 7
+    return item_value(node)
+
+
+# ------------------------------------------------------------------ parts named in prose
+
+_SEQUENCES = ("abcdefgh", ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"))
+
+
+# A label named in prose: "Part (a) is 3 and part (b) is 5", "For part (a), the answer is 3."
+_PROSE_PART = re.compile(rf"(?:^|(?<=[\s,;.]))(?:[Ff]or\s+)?(?:[Pp]art\s+)?{PART_LABEL}\s*")
+# What joins a label to its part in prose, and a part to the next label.
+_PART_LEAD = re.compile(r"^(?:[,:=]\s*)*(?:(?:is|equals)\s+)?")
+_PART_TAIL = re.compile(r"(?:(?:^|\s+)and|[.,;])+$")
+
+
+def prose_parts(s: str) -> list[tuple[str, str]] | None:
+    """The (label, text) of each part of a multi-part answer whose labels are named in prose
+    (``Part (a) is 3 and part (b) is 5``: ``[("a", "3"), ("b", "5")]``; ``For part (a), the
+    answer is 3. For part (b), ...``: ``[("a", "the answer is 3"), ...]``), in the labels'
+    order; None when ``s`` is no such answer. ``reading`` reads each part on its own."""
+    if ")" not in s:
+        return None
+    parts = _parts(" ".join(s.split()), _PROSE_PART)
+    if parts is None:
+        return None
+    cleaned = [(label, _PART_TAIL.sub("", _PART_LEAD.sub("", text))) for label, text in parts]
+    return cleaned if all(text for _, text in cleaned) else None
+
+
+def _parts(collapsed: str, labels_pattern: re.Pattern[str]) -> list[tuple[str, str]] | None:
+    """(label, text) of each part of ``collapsed`` (one space per run: the pattern's spacing
+    never backtracks), labelled from its start by ``labels_pattern`` from (a) or (i) on, each
+    once, sorted into the labels' order; None when it is no such answer."""
+    found = list(labels_pattern.finditer(collapsed))
+    if len(found) < 2 or found[0].start() != 0:
+        return None
+    labels = [m.group("label") for m in found]
+    sequence = next((seq for seq in _SEQUENCES if set(labels) <= set(seq)), None)
+    if sequence is None or not labels_in_order(sorted(labels, key=sequence.index)):
+        return None
+    ends = [m.start() for m in found[1:]] + [len(collapsed)]
+    values = [
+        collapsed[m.end() : end].strip().strip(",;").strip()
+        for m, end in zip(found, ends, strict=True)
+    ]
+    if not all(values):
+        return None
+    return sorted(zip(labels, values, strict=True), key=lambda part: sequence.index(part[0]))
+
+
+def labels_in_order(labels: list[str]) -> bool:
+    """Whether part labels are (a), (b), … or (i), (ii), … from the first, each once."""
+    return any(list(seq[: len(labels)]) == labels for seq in _SEQUENCES)

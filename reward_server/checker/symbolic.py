@@ -1,34 +1,32 @@
-"""Symbolic equivalence with math-verify: runs in the verification worker processes only.
+"""Symbolic equivalence: runs in the verification worker processes only.
 
-Safety: untrusted text is never given to ``eval``/``exec``/``sympify``/``parse_expr``.
-math-verify's ``ExprExtractionConfig`` path calls sympy's ``parse_expr`` (which evaluates Python
-code), so only its LaTeX path is used here: ``LatexExtractionConfig`` parses with
-latex2sympy2's ANTLR grammar, which builds sympy objects without evaluating text as code.
+A check arrives typed (``pending.SymbolicCheck``): the two values the exact rules left, their
+trees as the reading left them. sympy objects are built from the trees node by node
+(``build.py``); untrusted text is never parsed or given to ``eval``/``exec``/``sympify``/
+``parse_expr``. The comparison is ``compare.equal_values`` again, with the pairs no exact rule
+decides compared here: expressions as exact identities, at probe points and by ``simplify``;
+equations and inequalities as relations; sets as sets; tuples and matrices item by item.
 
-The server process never imports this module (sympy and the grammar cost ~1 s and ~100 MB); the
-forkserver imports and warms it once (``forkserver_init.py``) and every worker inherits it.
+The server process never imports this module (sympy costs ~1 s and ~100 MB); the forkserver
+imports and warms it once (``forkserver_init.py``) and every worker inherits it.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
+from fractions import Fraction
 
-from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
-from math_verify import LatexExtractionConfig, parse, verify
 from sympy import (
     Basic,
     Expr,
     FiniteSet,
-    Float,
-    I,
-    Interval,
+    Integer,
     MatrixBase,
     Pow,
     Rational,
+    Set,
     Symbol,
     Tuple,
-    UnevaluatedExpr,
     asin,
     cancel,
     cos,
@@ -42,73 +40,19 @@ from sympy.functions.elementary.trigonometric import (
     TrigonometricFunction,
 )
 
+from reward_server.checker import tree as t
+from reward_server.checker.build import Unbuildable, build
+from reward_server.checker.compare import equal_values
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.checker.relations import congruence_value
+from reward_server.checker.values import Choice, Group, Number, Numeral, Value, Words
 from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
 
-# Quiet the per-call "timeout is disabled" warning of math-verify: the pool enforces timeouts.
-logging.getLogger("math_verify").setLevel(logging.ERROR)
-
-# math-verify's default also strips bare "units" such as m, h, c, t, ab, bc from the end
-# ("5m" -> 5); too eager for a reward. Units are handled by our own rules (units.py).
-_LATEX_CONFIG = LatexExtractionConfig(
-    boxed_match_priority=0,
-    normalization_config=NormalizationConfig(
-        basic_latex=True,
-        units=False,
-        malformed_operators=True,
-        nits=True,
-        boxed="all",
-        equations=False,
-    ),
-)
-
-
-def _exact(expr: Basic) -> Basic:
-    """Replace parsed decimals by exact rationals (``Float('0.333333')`` -> ``333333/10**6``).
-
-    math-verify compares floats after rounding to 6 places, which would accept 0.333333 for 1/3;
-    the service treats a rounded decimal of a non-terminating value as a different number.
-    """
-    try:
-        floats = expr.atoms(Float)
-    except AttributeError:
-        return expr
-    if not floats:
-        return expr
-    return expr.xreplace({f: Rational(str(f)) for f in floats})
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_latex(text: str) -> tuple[Basic, ...]:
-    """Parse one answer with math-verify's LaTeX extraction only (no ``parse_expr``).
-
-    Cached per worker: a reference is checked against each distinct answer of its group.
-    """
-    parsed = parse(
-        f"${text}$",
-        extraction_config=[_LATEX_CONFIG],
-        fallback_mode="no_fallback",
-        parsing_timeout=None,  # the pool's hard timeout bounds us; signal.alarm is per-second
-    )
-    return tuple(_imaginary(_exact(p)) for p in parsed)
-
-
-def _imaginary(expr: Basic) -> Basic:
-    """The letter i is the imaginary unit (``3i(1+i)`` = ``-3+3i``): in a final answer it is
-    almost never an index, and the parser reads it as a plain symbol."""
-    try:
-        symbols = [s for s in expr.free_symbols if s.name == "i"]
-    except AttributeError:
-        return expr
-    return expr.xreplace({s: I for s in symbols}) if symbols else expr
-
-
-# Points at which expressions are compared numerically: symbols get these values by name (so
-# x(real) and x(complex) from the two parses agree), two points to avoid a lucky root. Exact
-# rationals, so that a difference evaluated at them is exact too.
+# Points at which expressions are compared numerically: symbols get these values by name, two
+# points to avoid a lucky root. Exact rationals, so that a difference evaluated at them is
+# exact too.
 _PROBES = tuple(
     tuple(Rational(v) for v in probe)
     for probe in (
@@ -125,12 +69,20 @@ _ROUNDING = 1e-20
 _DIGITS = 30
 
 
+class _Unreadable(Exception):
+    """A value with no sympy object: the check's verdict is that side's reason."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _plain_exprs(gold: Basic, pred: Basic) -> bool:
     """Two scalar expressions, not both bare symbols: the case where math-verify's comparison is
     plain mathematical equality (no relation, set, matrix, percentage or text handling). Two
     bare symbols are names or letters (``A`` against ``a``: math-verify's rules); one against an
     expression (``x`` against ``\\frac{x(y^2+1)}{y^2+1}``) is an expression like any other."""
-    exprs = all(isinstance(e, Expr) and not e.has(UnevaluatedExpr) for e in (gold, pred))
+    exprs = all(isinstance(e, Expr) for e in (gold, pred))
     return exprs and not (isinstance(gold, Symbol) and isinstance(pred, Symbol))
 
 
@@ -253,91 +205,149 @@ def _relation_verdict(gold: Basic, pred: Basic) -> bool | None:
     return False if ratio.is_negative else None  # a negative multiple: the reversed inequality
 
 
-def _elements_differ(gold: Basic, pred: Basic) -> bool:
-    """Whether two tuples, intervals, matrices or finite sets provably differ in one element.
+def _sympy(value: Value, side: Reason, as_set: bool = False) -> Basic | None:
+    """The sympy object of a value; None for one no expression stands for (words, letters);
+    ``side``'s reason raised when its tree has none."""
+    if isinstance(value, Number):
+        number = Rational(value.value.numerator, value.value.denominator)
+        return number / 100 if value.percent else number
+    if isinstance(value, Numeral):
+        return Integer(value.value) if value.value is not None else None
+    if isinstance(value, Words):
+        # a single name ("x") is an expression too; other words are none
+        name = t.walk(value.tree)
+        tree = next(name, None)
+        return _built(tree, side, as_set) if isinstance(tree, t.Name) else None
+    if isinstance(value, Choice):
+        return None
+    if isinstance(value, Group):
+        tree = value.tree
+        if isinstance(tree, t.Bracket):
+            return _built(tree, side, as_set)
+        return None
+    return _built(value.tree, side, as_set)
 
-    math-verify compares elements numerically after ``chop`` (differences below ~1e-15 vanish,
-    whatever the size of the values), so ``(\\frac{\\pi}{10^{20}}, 1)`` would equal
-    ``(\\frac{2\\pi}{10^{20}}, 1)``; elements are compared here first, relatively."""
-    if isinstance(gold, Tuple) and isinstance(pred, Tuple) and len(gold) == len(pred):
-        return any(_quick_verdict(g, p) is False for g, p in zip(gold, pred, strict=True))
-    if isinstance(gold, Interval) and isinstance(pred, Interval):
-        ends = ((gold.start, pred.start), (gold.end, pred.end))
-        return any(_quick_verdict(g, p) is False for g, p in ends)
-    if isinstance(gold, MatrixBase) and isinstance(pred, MatrixBase) and gold.shape == pred.shape:
-        return any(_quick_verdict(g, p) is False for g, p in zip(gold, pred, strict=True))
-    if isinstance(gold, FiniteSet) and isinstance(pred, FiniteSet) and len(gold) == len(pred):
-        # An element of one that differs from every element of the other.
-        return any(all(_quick_verdict(g, p) is False for g in gold.args) for p in pred.args)
-    return False
+
+def _built(tree: t.Node, side: Reason, as_set: bool) -> Basic:
+    try:
+        return build(tree, as_set)
+    except (Unbuildable, TypeError, ValueError, ArithmeticError) as exc:
+        log.debug("no sympy object for %r: %s", tree, exc)
+        raise _Unreadable(side) from exc
+
+
+def _compare(answer: Value, reference: Value) -> bool | None:
+    """The pairs of values no exact rule decides (``compare.equal_values``'s ``undecided``)."""
+    sets = isinstance(answer.tree, t.SetOp) or isinstance(reference.tree, t.SetOp)
+    gold = _sympy(reference, Reason.UNPARSABLE_REFERENCE, as_set=sets)
+    pred = _sympy(answer, Reason.UNPARSABLE_ANSWER, as_set=sets)
+    if gold is None or pred is None:
+        return False
+    return _equal(gold, pred)
+
+
+def _equal(gold: Basic, pred: Basic) -> bool:
+    relation = _relation_verdict(gold, pred)
+    if relation is not None:
+        return relation
+    if isinstance(gold, Relational) or isinstance(pred, Relational):
+        return False
+    if isinstance(gold, Set) and isinstance(pred, Set):
+        return _equal_sets(gold, pred)
+    if isinstance(gold, Tuple) and isinstance(pred, Tuple):
+        return len(gold) == len(pred) and all(_equal(g, p) for g, p in zip(gold, pred, strict=True))
+    if isinstance(gold, MatrixBase) and isinstance(pred, MatrixBase):
+        return gold.shape == pred.shape and all(
+            _equal(g, p) for g, p in zip(gold, pred, strict=True)
+        )
+    if not (isinstance(gold, Expr) and isinstance(pred, Expr)):
+        return False
+    quick = _quick_verdict(gold, pred)
+    if quick is not None:
+        return quick
+    return _proved_zero(gold - pred)
+
+
+def _equal_sets(gold: Set, pred: Set) -> bool:
+    """Two sets are equal when neither has an element the other lacks; finite sets element by
+    element, so that every element is compared exactly."""
+    if isinstance(gold, FiniteSet) and isinstance(pred, FiniteSet):
+        if len(gold) != len(pred):
+            return False
+        unused = list(pred.args)
+        for g in gold.args:
+            match = next((p for p in unused if _equal(g, p)), None)
+            if match is None:
+                return False
+            unused.remove(match)
+        return True
+    if gold == pred:
+        return True
+    try:
+        difference = gold.symmetric_difference(pred)
+    except (TypeError, ValueError, NotImplementedError):
+        return False
+    return bool(difference.is_empty)
+
+
+def _proved_zero(difference: Expr) -> bool:
+    """Whether ``simplify`` proves the difference 0 (the slowest step: last)."""
+    try:
+        return bool(simplify(difference) == 0)
+    except (TypeError, ValueError, ArithmeticError, RecursionError, PrecisionExhausted):
+        return False
 
 
 def symbolic_equivalent(check: SymbolicCheck) -> tuple[bool, str]:
-    """math-verify's verdict on a check the exact rules left (``decide.decide``). Runs inside a
-    pool worker.
+    """The verdict on a check the exact rules left (``decide.decide``). Runs inside a pool
+    worker.
 
     An answer written as a calculation (``20 - 8 = 12``) counts only when every step holds and
     its value is the reference's: a false equation is no answer. A congruence answers its least
     residue when every step holds modulo its modulus (``relations.congruence_value``, with the
     sides evaluated here)."""
-    answer, reference = check.answer, check.reference
-    if check.congruence is not None:
-        residue = congruence_value(*check.congruence, integer=_integer)
-        if residue is None or residue == Reason.FALSE_EQUATION:
-            return False, Reason.FALSE_EQUATION
-        answer = residue
-    for left, right in check.steps:
-        equal, reason = _one_symbolic(left, right)
-        if not equal:
-            return False, Reason.FALSE_EQUATION if reason == Reason.NOT_EQUIVALENT else reason
-    return _one_symbolic(answer, reference)
+    try:
+        answer = check.answer
+        if check.congruence is not None:
+            residue = _residue(*check.congruence)
+            if isinstance(residue, Reason):
+                return False, residue
+            answer = Number(t.Num(str(residue)), Fraction(residue), False)
+        for left, right in check.steps:
+            if not equal_values(left, right, undecided=_compare):
+                return False, Reason.FALSE_EQUATION
+        equal = bool(equal_values(answer, check.reference, undecided=_compare))
+    except _Unreadable as unreadable:
+        return False, unreadable.reason
+    return equal, Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT
 
 
-def _integer(text: str) -> int | None:
-    """The integer a side of a congruence evaluates to (``2^{10}``), or None."""
-    parsed = _parse_latex(text)
-    value = parsed[0].doit() if len(parsed) == 1 and isinstance(parsed[0], Expr) else None
-    return int(value) if value is not None and value.is_Integer else None
-
-
-def _one_symbolic(answer: str, reference: str) -> tuple[bool, str]:
-    gold = _parse_latex(reference)
-    if not gold:
-        return False, Reason.UNPARSABLE_REFERENCE
-    pred = _parse_latex(answer)
-    if not pred:
-        return False, Reason.UNPARSABLE_ANSWER
-    if len(gold) == 1 and len(pred) == 1:
-        relation = _relation_verdict(gold[0], pred[0])
-        if relation is not None:
-            return relation, Reason.EQUIVALENT if relation else Reason.NOT_EQUIVALENT
-    # Percentages get special rules in math-verify (9% == 9): leave those to it.
-    if len(gold) == 1 and len(pred) == 1 and "%" not in answer + reference:
-        quick = _quick_verdict(gold[0], pred[0])
-        if quick is not None:
-            return quick, Reason.EQUIVALENT if quick else Reason.NOT_EQUIVALENT
-        if _elements_differ(gold[0], pred[0]):
-            return False, Reason.NOT_EQUIVALENT
-    equal = verify(list(gold), list(pred), timeout_seconds=None)
-    return bool(equal), Reason.EQUIVALENT if equal else Reason.NOT_EQUIVALENT
+def _residue(sides: tuple[t.Node, ...], modulus: t.Node) -> int | Reason:
+    values = [_built(side, Reason.UNPARSABLE_ANSWER, False) for side in (*sides, modulus)]
+    if not all(getattr(v, "is_Integer", False) for v in values):
+        return Reason.FALSE_EQUATION
+    *residues, n = (int(v) for v in values)
+    found = congruence_value(residues, n)
+    return found
 
 
 _WARM_UP = (
     ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}"),
     ("(x+1)^2", "x^2+2x+1"),
     ("y=x", "x=y"),
-    ("(-\\infty,0)\\cup(1,\\infty)", "(-\\infty,0)\\cup(1,\\infty)"),
-    ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),
-    ("\\{1,2\\}", "1,2"),
-    ("3\\pi", "\\frac{6\\pi}{2}"),
-    ("\\sqrt{2}", "1.414"),
+    ("(-\\infty,0)\\cup(1,\\infty)", "(-\\infty,0)\\cup(2,\\infty)"),
+    ("\\sin^2 x", "1 - \\cos^2 x"),
 )
 
 
 def warm_up() -> None:
-    """Run representative checks once: sympy and the ANTLR parser are slow on first use."""
+    """Run representative checks once: sympy is slow on first use."""
+    from reward_server.checker.decide import precheck
+
     for answer, reference in _WARM_UP:
         try:
-            symbolic_equivalent(SymbolicCheck(answer, reference))
+            check = precheck(answer, reference)
+            if isinstance(check, SymbolicCheck):
+                symbolic_equivalent(check)
         except Exception:
             log.debug("warm-up check failed", exc_info=True)

@@ -1,16 +1,16 @@
 """Units, in one place: the names of every unit and their one spelling (``hrs`` = ``hours`` =
-``h``, ``sq cm`` = ``cm^2``), where a unit stands in an answer, and when two differ.
+``h``, ``sq cm`` = ``cm^2``), where a unit stands in an answer's tree, and when two differ.
 
 A unit is part of the value (``5 cm`` is not ``5 m``; ``18 cents`` is not ``\\$18``), but a bare
-number is read in the reference's unit. The readers split it off here (``split_unit``,
-``is_unit_suffix``); ``units_differ`` is the one rule that compares them.
+number is read in the reference's unit. ``split_unit`` takes it off a value's tree;
+``units_differ`` is the one rule that compares them.
 """
 
 from __future__ import annotations
 
 import re
 
-from reward_server.checker.extract import TEXT_COMMAND
+from reward_server.checker import tree as t
 from reward_server.checker.lexicon import MATH_WORDS, MULTIPLIERS
 
 _UNIT_SYNONYMS = {
@@ -57,33 +57,32 @@ GLUED_UNITS = frozenset(
 )
 # Names of functions and constants are never a unit after a value ("5 pi", "2 sin"); the
 # units among them are ("5 sec", "30 deg"). Nor, at the end of an answer, is a word that
-# changes the value ("9 squared"; "2 dozen eggs" is read as 24 by ``numbers.parse_number``).
+# changes the value ("9 squared"; "2 dozen eggs" is read as 24 by ``values``).
 _MATH_NAMES = MATH_WORDS - UNIT_NAMES.keys()
 _NEVER_UNITS = _MATH_NAMES | MULTIPLIERS - UNIT_NAMES.keys()
 
-_POWER = r"(?:\^\s*\{?\s*(?P<pow>[23])\s*\}?)?"
-_TRAILING_TEXT_UNIT = re.compile(
-    r"(?P<sep>\s*)" + TEXT_COMMAND + r"\{(?P<u>[^{}]*)\}" + _POWER + r"$"
-)
-_TRAILING_WORD = re.compile(r"(?P<sep>\s*)(?P<u>[A-Za-z]+(?:/[A-Za-z]+)?)" + _POWER + r"$")
-_PER_PHRASE = re.compile(r"\s(?P<u>[A-Za-z]{2,} per [A-Za-z]{2,})$")
-# The words that mean percent after a number; ``percent_words`` writes them as \\%.
+# The words that mean percent after a number: the unit "%".
 PERCENT_WORDS = frozenset({"percent", "per cent", "pct", "percentage"})
 # Words that belong to a unit phrase after a value ("24 square units", "5 percent").
 UNIT_WORDS = (
     UNIT_NAMES.keys() | PERCENT_WORDS | frozenset({"square", "sq", "cubic", "units", "unit"})
 )
-_PERCENT = re.compile(r"\\%$")
+# Short names that are letters of an expression after a number ("5 m", "5 s" are products),
+# units only in a text command ("5\\text{ m}").
+_LETTER_NAMES = frozenset({"in", "s", "h", "m", "l"})
+_UNIT_TEXT = re.compile(r"[A-Za-z][A-Za-z .~]*(?:/[A-Za-z]+)?")
 
 
 def _unit_key(phrase: str, power: str | None) -> str:
     """One spelling per unit: ``\\text{ sq cm}`` = ``cm^2``, ``hrs`` = ``hours`` = ``h``."""
-    tokens = [t for t in re.split(r"[\s.]+", phrase.lower()) if t]
+    tokens = [w for w in re.split(r"[\s.~]+", phrase.lower()) if w]
     if tokens[:1] in (["sq"], ["square"]):
         tokens, power = tokens[1:], "2"
     elif tokens[:1] == ["cubic"]:
         tokens, power = tokens[1:], "3"
     name = " ".join(tokens)
+    if name in PERCENT_WORDS:
+        return "%"
     unit = UNIT_NAMES.get(name)
     if unit is None and ("/" in name or " per " in name):
         parts = re.split(r"\s*/\s*|\s+per\s+", name)
@@ -97,102 +96,87 @@ def _unit_key(phrase: str, power: str | None) -> str:
     return unit + (f"^{power}" if power else "")
 
 
-def split_unit(s: str) -> tuple[str, str | None]:
-    """(value, unit key) of a canonical answer: ``3\\sqrt{2} meters`` -> (``3\\sqrt{2}``, ``m``).
-
-    A trailing word is a unit when written in a text command, glued to a digit and a known unit
-    name (``7days``), or after a space with 3+ letters or a known name — never a math word or a
-    single letter outside text (``5 x``, ``5m`` are expressions). A percent is the unit ``%``
-    but stays in the value, which the exact rules read with its sign.
-    """
-    if _PERCENT.search(s):
-        return s, "%"
-    m = _TRAILING_TEXT_UNIT.search(s)
-    if m is not None:
-        phrase = m.group("u").strip()
-        value = s[: m.start()].strip()
-        multiplier = any(w.lower() in _NEVER_UNITS for w in phrase.split())
-        if re.fullmatch(r"[A-Za-z][A-Za-z .]*(?:/[A-Za-z]+)?", phrase) and value and not multiplier:
-            return value, _unit_key(phrase, m.group("pow"))
-        return s, None
-    m = _PER_PHRASE.search(s)
-    if m is not None and s[: m.start()].strip():
-        return s[: m.start()].strip(), _unit_key(m.group("u"), None)
-    m = _TRAILING_WORD.search(s)
-    if m is None:
-        return s, None
-    word, value = m.group("u"), s[: m.start()].strip()
-    if not value or value.endswith("\\") or re.search(r"\\(?!pi$)[A-Za-z]*$", value):
-        return s, None  # "\sqrt x" has no unit; "10\pi cm" has one
-    lw = word.lower()
-    glued = not m.group("sep")
-    if lw in _NEVER_UNITS or (glued and not value[-1].isdigit()):
-        return s, None
-    if glued and lw not in GLUED_UNITS:
-        return s, None
-    if (not glued and len(lw) < 3 and lw not in UNIT_NAMES) or lw in ("in", "s", "h", "m", "l"):
-        return s, None
-    # "6 sq units", "5 square feet", "5 percentage points": one more word of the phrase
-    before = re.search(r"(?:^|\s)(sq|square|cubic|percentage)$", value, re.IGNORECASE)
-    if before is not None:
-        return value[: before.start()].strip(), _unit_key(f"{before.group(1)} {lw}", None)
-    return value, _unit_key(lw, m.group("pow"))
+def _unit_part(node: t.Node) -> tuple[str, str | None, bool] | None:
+    """(words, power, in a text command) of a factor that may be part of a unit: a word, a text
+    command of letters, either to the power 2 or 3, a word in brackets (``(dollars)``)."""
+    power = None
+    if isinstance(node, t.Power) and isinstance(node.exponent, t.Num):
+        if node.exponent.text not in ("2", "3"):
+            return None
+        node, power = node.base, node.exponent.text
+    in_brackets = isinstance(node, t.Bracket) and (node.opening, node.closing) == ("(", ")")
+    if in_brackets and power is None and len(node.items) == 1:  # type: ignore[union-attr]
+        if isinstance(node.items[0], t.Word | t.Text):  # type: ignore[union-attr]
+            node = node.items[0]  # type: ignore[union-attr]
+    if isinstance(node, t.Word) and not node.number:
+        return node.text, power, False
+    if isinstance(node, t.Text):
+        content = node.content.strip(" ~")
+        if _UNIT_TEXT.fullmatch(content):
+            return content, power, True
+    return None
 
 
-_UNIT_TOKEN = re.compile(
-    r"(?P<space> ?)(?:" + TEXT_COMMAND + r"\{(?P<text>[^{}0-9\\]*)\}"
-    r"|(?P<word>[A-Za-z]+)\.?)(?:\^\{?[23]\}?)?"
-    r"| ?(?P<per>/)"
-)
-# Unit names allowed right after a number ("5cm"). Other words are units only after a space
-# and with 3+ letters ("5 apples"), so "5x", "5 x" and "5ab" stay expressions.
-_SHORT_UNITS_TEXT = (
-    "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi lb lbs oz ml sq mph kph usd eur gb mb "
-    "kb am pm"
-)
-_SHORT_UNITS = frozenset(_SHORT_UNITS_TEXT.split())
+def _unit_word(node: t.Node) -> bool:
+    """A factor that may end a unit phrase: a unit part, none of whose words changes the value
+    ("2 dozen eggs": eggs is the unit of 2 dozen)."""
+    part = _unit_part(node)
+    return part is not None and not any(w.lower() in _NEVER_UNITS for w in part[0].split())
 
 
-def is_unit_suffix(rest: str) -> bool:
-    """``rest`` (what follows a number) is only unit words such as ``cm``, ``\\text{ apples}``,
-    ``km/h``, ``cm^2`` — never a variable (``5x``) or a math word (``5 pi``)."""
-    pos, words, after_per = 0, 0, False
-    while pos < len(rest):
-        m = _UNIT_TOKEN.match(rest, pos)
-        if not m or m.end() == pos:
+def split_unit(node: t.Node) -> tuple[t.Node, str | None]:
+    """(value, unit key) of a value's tree: ``3\\sqrt{2} meters`` is (``3\\sqrt{2}``, ``m``),
+    ``\\$18`` (18, ``dollar``), ``30^\\circ`` (30, ``deg``), ``25\\%`` and ``25 percent``
+    (the percent's tree, ``%``).
+
+    Words after the value are a unit when written in a text command, glued to a number and a
+    known unit (``7days``), or after spacing with three letters or more or a known name
+    (``5 apples``, ``5 cm``); never a name of mathematics, a word that changes the value
+    (``9 squared``, ``5 thousand``) or a single letter outside text (``5 x``, ``5 m``)."""
+    if isinstance(node, t.Neg):
+        value, unit = split_unit(node.operand)
+        return (t.Neg(value, span=node.span) if unit else node), unit
+    if isinstance(node, t.Currency):
+        return node.operand, "dollar"
+    if isinstance(node, t.Degrees):
+        return node.operand, "deg"
+    if isinstance(node, t.Postfix) and node.marks == ("%",):
+        return node, "%"
+    if not isinstance(node, t.Product):
+        return node, None
+    factors, joins = node.factors, node.joins
+    start = len(factors)
+    while start > 1 and joins[start - 2] in ("", " ") and _unit_word(factors[start - 1]):
+        start -= 1
+    if start == len(factors):
+        return node, None
+    parts = [_unit_part(f) for f in factors[start:]]
+    words = [w for part in parts if part for w in part[0].replace("~", " ").split()]
+    power = next((part[1] for part in parts if part and part[1]), None)
+    in_text = any(part and part[2] for part in parts)
+    lowered = [w.lower() for w in words]
+    if not words or any(w in _NEVER_UNITS for w in lowered):
+        return node, None
+    glued = joins[start - 1] == ""
+    if not in_text and not _bare_unit(lowered, glued, factors[start - 1]):
+        return node, None
+    value = factors[0] if start == 1 else t.Product(factors[:start], joins[: start - 1])
+    return value, _unit_key(" ".join(words), power)
+
+
+def _bare_unit(words: list[str], glued: bool, before: t.Node) -> bool:
+    """Whether words after a value, outside any text command, are a unit (``split_unit``)."""
+    if glued:
+        return len(words) == 1 and words[0] in GLUED_UNITS and isinstance(before, t.Num)
+    if len(words) == 1:
+        word = words[0]
+        if word in _LETTER_NAMES:
             return False
-        pos = m.end()
-        if m.group("per"):
-            after_per = True
-            continue
-        text, word = m.group("text"), m.group("word")
-        if text is not None and set(text.lower().split()) & _MATH_NAMES:
-            return False  # "5\\text{ pi}" is 5π, not 5
-        if word is not None:
-            lw = word.lower()
-            known = lw in _SHORT_UNITS or (after_per and len(lw) <= 3)  # km/h, m/s
-            spaced_word = bool(m.group("space")) and len(lw) >= 3
-            if lw in _MATH_NAMES or not (known or spaced_word):
-                return False
-        words += 1
-        after_per = False
-    return words > 0
-
-
-# "25 pct", "25 per cent", "25 percentage", "25\\text{ percent}": one spelling, "25\\%". Never
-# "5 percentage points", which is another unit.
-_WORDS = "|".join(sorted((w.replace(" ", r"\s*") for w in PERCENT_WORDS), key=len, reverse=True))
-_PERCENT_WORD = re.compile(
-    rf"(?<=\d)\s*(?:\\text\{{\s*(?:{_WORDS})\.?\s*\}}|(?:{_WORDS})(?![A-Za-z])\.?)(?!\s*points?\b)"
-)
-
-
-def percent_words(s: str) -> str:
-    return _PERCENT_WORD.sub(r"\\%", s) if re.search("p(?:er|ct)", s) else s
+        return len(word) >= 3 or word in UNIT_NAMES or "/" in word
+    return all(len(w) >= 2 for w in words)
 
 
 def units_differ(unit: str | None, ref_unit: str | None) -> bool:
     """Both have a unit (``split_unit``'s key) and they differ: ``5 cm`` against ``5 km``, ``18
-    cents`` against ``18 dollars`` (``normalize.canonical`` spells ``\\$18`` so); a bare number
-    is read in the reference's unit."""
+    cents`` against ``\\$18``; a bare number is read in the reference's unit."""
     return unit is not None and ref_unit is not None and unit != ref_unit

@@ -1,0 +1,622 @@
+"""Reading an answer's text into its tree (``tree.py``), once, with one grammar
+(``answer.lark``): plain text and LaTeX, by Lark's LALR(1) parser, linear in the length of the
+text and pure Python.
+
+``parse(text)`` returns the ``tree.Answer`` or an ``Unparsable`` that says where reading
+stopped. Nothing here rewrites text: the lexer reads every spelling of a token (``\\le``,
+``<=``, ``≤``) as that token, and the transformer below builds the nodes.
+
+The grammar's shift/reduce conflicts, each resolved as a shift, and what that reads:
+
+* ``POW``, ``SUB``, ``BANG``, ``PERCENT``, ``PRIME``, ``DEGREE`` after a function's simple
+  argument bind to the argument's last factor (``\\sin x^2`` is ``\\sin(x^2)``);
+* a factor after a function's simple argument joins the argument (``\\sin 2x`` is ``\\sin(2x)``,
+  ``\\sin x y`` is ``\\sin(xy)``);
+* ``|`` after an expression between bars closes the bars (``|x|y`` is ``|x|·y``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, v_args
+from lark.exceptions import LarkError, UnexpectedInput
+from lark.visitors import Transformer_NonRecursive
+
+from reward_server.checker import tree as t
+
+_GRAMMAR = Path(__file__).with_name("answer.lark")
+# Trees deeper than this are not read (``- - - … x``): every rule over a tree, and its hash,
+# may then recurse without reaching the interpreter's limit.
+MAX_DEPTH = 120
+
+
+@dataclass(frozen=True)
+class Unparsable:
+    """Where reading stopped (an index into the text) and why."""
+
+    position: int
+    message: str
+
+
+_RELATIONS = {
+    "=": "=",
+    "<": "<",
+    ">": ">",
+    "\u2264": "<=",
+    "\u2265": ">=",
+    "\u2260": "!=",
+    "\u2248": "~",
+    "\u2a7d": "<=",
+    "\u2a7e": ">=",
+    "\u2208": "in",
+    "<=": "<=",
+    "=<": "<=",
+    ">=": ">=",
+    "!=": "!=",
+}
+_RELATION_COMMANDS = {
+    "lt": "<",
+    "gt": ">",
+    "ne": "!=",
+    "neq": "!=",
+    "approx": "~",
+    "sim": "~",
+    "in": "in",
+    "notin": "notin",
+    "subset": "subset",
+    "subseteq": "subset",
+    "to": "to",
+    "rightarrow": "to",
+}
+_VULGAR = {
+    "\u00bd": ("1", "2"),
+    "\u2153": ("1", "3"),
+    "\u2154": ("2", "3"),
+    "\u00bc": ("1", "4"),
+    "\u00be": ("3", "4"),
+    "\u215b": ("1", "8"),
+}
+_FUNCTION_NAME = re.compile(r"[a-z]+")
+
+
+def _relation(token: str) -> str:
+    if token in _RELATIONS:
+        return _RELATIONS[token]
+    name = token.lstrip("\\")
+    if name.startswith(("le", "ge")):
+        return "<=" if name.startswith("le") else ">="
+    return _RELATION_COMMANDS[name]
+
+
+def _span(meta: Any) -> tuple[int, int]:
+    return (meta.start_pos, meta.end_pos) if not meta.empty else (0, 0)
+
+
+def _token_span(token: Token) -> tuple[int, int]:
+    return (token.start_pos or 0, token.end_pos or 0)
+
+
+def _brace_content(text: str) -> str:
+    return text[text.index("{") + 1 : text.rindex("}")]
+
+
+class _Build(Transformer_NonRecursive):
+    """Lark's parse tree into ``tree`` nodes; one instance per text (it reads the gaps between
+    factors from ``text``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    # ---------------------------------------------------------------- tokens
+
+    def _leaf(self, token: Token) -> t.Node:
+        kind, value, span = token.type, str(token), _token_span(token)
+        if kind in ("NUMBER", "DIGIT"):
+            return t.Num(value, span=span)
+        if kind == "VULGAR":
+            numerator, denominator = _VULGAR[value]
+            return t.Frac(t.Num(numerator), t.Num(denominator), span=span)
+        if kind == "REPEATING":
+            return t.Num(re.sub(r"\s+", "", value.replace("\\bar", "\\overline")), span=span)
+        if kind == "BASED":
+            digits, base = value.rsplit("_", 1)
+            digits = re.sub(r"\\text\s*\{|[\s(){}]", "", digits)
+            return t.Based(digits.upper(), int(re.sub(r"\D", "", base)), span=span)
+        if kind == "LETTER":
+            return t.Name(value, span=span)
+        if kind == "GREEK":
+            return t.Name(value[1:], span=span)
+        if kind in ("LETTERS", "UNIT_RATE"):
+            return t.Word(re.sub(r"\s+", "", value), span=span)
+        if kind == "NUMWORDS":
+            return t.Word(value, number=True, span=span)
+        if kind == "PI":
+            return t.Const("pi", span=span)
+        if kind == "INF":
+            return t.Const("infty", span=span)
+        if kind == "EMPTYSET":
+            return t.SetOf((), span=span)
+        if kind == "REALS":
+            return t.Const(re.sub(r"[^RZNQC]", "", value.replace("mathbb", "")), span=span)
+        if kind == "TEXT":
+            command = value[1 : value.index("{")].strip()
+            return t.Text(command, _brace_content(value), span=span)
+        raise ValueError(f"no leaf for {kind}")
+
+    def _node(self, item: Any) -> t.Node:
+        return self._leaf(item) if isinstance(item, Token) else item
+
+    def _nodes(self, items: list[Any]) -> list[t.Node]:
+        return [self._node(i) for i in items if not isinstance(i, Token) or i.type not in _PUNCT]
+
+    # ---------------------------------------------------------------- answer
+
+    @v_args(meta=True)
+    def start(self, meta: Any, children: list[Any]) -> t.Node:
+        return children[0]
+
+    @v_args(meta=True)
+    def answer(self, meta: Any, children: list[Any]) -> t.Answer:
+        items, separators = [], []
+        pending: list[str] = []
+        for child in children:
+            if isinstance(child, Token) and child.type == "END_DOT":
+                continue
+            if isinstance(child, tuple):  # a separator
+                pending.append(child[0])
+                continue
+            child = self._node(child)
+            if items:
+                # ", and" is "and"; a comma next to a word joins nothing more
+                words = [s for s in pending if s not in (",", ";")]
+                separators.append(words[-1] if words else (";" if ";" in pending else ","))
+            pending = []
+            items.append(child)
+        return t.Answer(tuple(items), tuple(separators), span=_span(meta))
+
+    def sep(self, children: list[Token]) -> tuple[str]:
+        token = children[0]
+        if token.type == "JOIN":
+            word = re.sub(r"\\text\s*\{|\}|\s", "", str(token)).lstrip("\\")
+            return ({"lor": "or", "vee": "or", "": ","}.get(word, word),)
+        return (str(token),)
+
+    @v_args(meta=True)
+    def item(self, meta: Any, children: list[Any]) -> t.Node:
+        if len(children) == 2:
+            return t.Labelled(_label(children[0]), self._node(children[1]), span=_span(meta))
+        return self._node(children[0])
+
+    @v_args(meta=True)
+    def label_alone(self, meta: Any, children: list[Token]) -> t.Labelled:
+        return t.Labelled(_label(children[0]), None, span=_span(meta))
+
+    # ---------------------------------------------------------------- relations
+
+    @v_args(meta=True)
+    def relation(self, meta: Any, children: list[Any]) -> t.Relation:
+        sides = tuple(self._node(c) for c in children[0::2])
+        ops = tuple(_relation(str(c)) for c in children[1::2])
+        return t.Relation(sides, ops, span=_span(meta))
+
+    @v_args(meta=True)
+    def congruence(self, meta: Any, children: list[Any]) -> t.Congruence:
+        modulus = None
+        if children and isinstance(children[-1], tuple):
+            modulus = children.pop()[0]
+        sides = tuple(self._node(c) for c in children if not _is(c, "EQUIV"))
+        return t.Congruence(sides, modulus, span=_span(meta))
+
+    def modulus(self, children: list[Any]) -> tuple[t.Node]:
+        return (self._nodes(children)[0],)
+
+    @v_args(meta=True)
+    def setop(self, meta: Any, children: list[Any]) -> t.SetOp:
+        operands = tuple(self._node(c) for c in children[0::2])
+        ops = tuple(_set_op(str(c)) for c in children[1::2])
+        return t.SetOp(operands, ops, span=_span(meta))
+
+    # ---------------------------------------------------------------- arithmetic
+
+    @v_args(meta=True)
+    def add(self, meta: Any, children: list[Any]) -> t.Sum:
+        terms = [("+", self._node(children[0]))]
+        for op, term in zip(children[1::2], children[2::2], strict=True):
+            terms.append((op, self._node(term)))
+        return t.Sum(tuple(terms), span=_span(meta))
+
+    def addop(self, children: list[Token]) -> str:
+        token = children[0]
+        if token.type == "PM":
+            return "mp" if "mp" in str(token) else "pm"
+        return "+" if token.type == "PLUS" else "-"
+
+    @v_args(meta=True)
+    def neg(self, meta: Any, children: list[Any]) -> t.Neg:
+        return t.Neg(self._node(children[-1]), span=_span(meta))
+
+    @v_args(meta=True)
+    def pos(self, meta: Any, children: list[Any]) -> t.Node:
+        return self._node(children[-1])
+
+    @v_args(meta=True)
+    def pm(self, meta: Any, children: list[Any]) -> t.Sum:
+        sign = "mp" if "mp" in str(children[0]) else "pm"
+        return t.Sum(((sign, self._node(children[-1])),), span=_span(meta))
+
+    @v_args(meta=True)
+    def currency(self, meta: Any, children: list[Any]) -> t.Currency:
+        return t.Currency(self._node(children[-1]), span=_span(meta))
+
+    @v_args(meta=True)
+    def product(self, meta: Any, children: list[Any]) -> t.Node:
+        factors = [self._node(children[0])]
+        joins = []
+        for join, factor in children[1:]:
+            node = self._node(factor)
+            if join is None:  # juxtaposed: glued, or with spacing between
+                gap = self.text[factors[-1].span[1] : node.span[0]]
+                if isinstance(node, t.Num) and isinstance(factors[-1], t.Num) and _invisible(gap):
+                    # digits an invisible mark splits are one number ("1\u200e2")
+                    span = (factors[-1].span[0], node.span[1])
+                    factors[-1] = t.Num(factors[-1].text + node.text, span=span)
+                    continue
+                join = "" if gap == "" else " "
+            factors.append(node)
+            joins.append(join)
+        if len(factors) == 1:
+            return factors[0]
+        return t.Product(tuple(factors), tuple(joins), span=_span(meta))
+
+    def explicit(self, children: list[Any]) -> tuple[str, Any]:
+        op = str(children[0])
+        if "mod" in op:
+            return "mod", children[1]
+        return ("/" if op in ("/", "\\div", "\u00f7") else ":" if op == ":" else "*"), children[1]
+
+    def implicit(self, children: list[Any]) -> tuple[None, Any]:
+        return None, children[0]
+
+    @v_args(meta=True)
+    def pow(self, meta: Any, children: list[Any]) -> t.Power:
+        base, exponent = self._node(children[0]), self._node(children[-1])
+        return t.Power(base, exponent, span=_span(meta))
+
+    @v_args(meta=True)
+    def degrees(self, meta: Any, children: list[Any]) -> t.Degrees:
+        return t.Degrees(self._node(children[0]), span=_span(meta))
+
+    @v_args(meta=True)
+    def postfix(self, meta: Any, children: list[Any]) -> t.Postfix:
+        marks = tuple(children[1:])
+        return t.Postfix(self._node(children[0]), marks, span=_span(meta))
+
+    def postop(self, children: list[Token]) -> str:
+        kind = children[0].type
+        return {"BANG": "!", "PERCENT": "%", "PRIME": "'"}[kind]
+
+    @v_args(meta=True)
+    def sub(self, meta: Any, children: list[Any]) -> t.Node:
+        base, index = self._node(children[0]), self._node(children[-1])
+        if isinstance(base, t.Name) and "_" not in base.text:
+            written = _written(index)
+            if written is not None:
+                return t.Name(f"{base.text}_{written}", span=_span(meta))
+        return t.Subscript(base, index, span=_span(meta))
+
+    # ---------------------------------------------------------------- atoms
+
+    @v_args(meta=True)
+    def bracket(self, meta: Any, children: list[Any]) -> t.Bracket:
+        opening, items, closing = children
+        pair = {"\\langle": "<", "\\rangle": ">"}
+        return t.Bracket(
+            pair.get(str(opening), str(opening)),
+            pair.get(str(closing), str(closing)),
+            items,
+            span=_span(meta),
+        )
+
+    def items_in(self, children: list[Any]) -> tuple[t.Node, ...]:
+        return tuple(self._nodes(children))
+
+    @v_args(meta=True)
+    def brace(self, meta: Any, children: list[Any]) -> t.Node:
+        return self._nodes(children)[0]
+
+    @v_args(meta=True)
+    def set(self, meta: Any, children: list[Any]) -> t.SetOf:
+        return t.SetOf(children[1], span=_span(meta))
+
+    @v_args(meta=True)
+    def empty_set(self, meta: Any, children: list[Any]) -> t.SetOf:
+        return t.SetOf((), span=_span(meta))
+
+    def _enclosed(self, kind: str, meta: Any, children: list[Any]) -> t.Enclosed:
+        return t.Enclosed(kind, self._nodes(children)[0], span=_span(meta))
+
+    @v_args(meta=True)
+    def abs(self, meta: Any, children: list[Any]) -> t.Enclosed:
+        return self._enclosed("abs", meta, children)
+
+    @v_args(meta=True)
+    def floor(self, meta: Any, children: list[Any]) -> t.Enclosed:
+        return self._enclosed("floor", meta, children)
+
+    @v_args(meta=True)
+    def ceil(self, meta: Any, children: list[Any]) -> t.Enclosed:
+        return self._enclosed("ceil", meta, children)
+
+    @v_args(meta=True)
+    def targ(self, meta: Any, children: list[Any]) -> t.Node:
+        return self._nodes(children)[0]
+
+    targ_first = targ
+    log_base = targ
+    exponent = targ
+    farg = targ
+    uarg = targ
+
+    @v_args(meta=True)
+    def paren(self, meta: Any, children: list[Any]) -> t.Bracket:
+        return t.Bracket("(", ")", tuple(self._nodes(children)), span=_span(meta))
+
+    @v_args(meta=True)
+    def frac(self, meta: Any, children: list[Any]) -> t.Frac:
+        numerator, denominator = self._nodes(children[1:])
+        return t.Frac(numerator, denominator, span=_span(meta))
+
+    @v_args(meta=True)
+    def sqrt(self, meta: Any, children: list[Any]) -> t.Root:
+        nodes = self._nodes(children[1:])
+        index = nodes[0] if len(nodes) == 2 else None
+        return t.Root(nodes[-1], index, span=_span(meta))
+
+    @v_args(meta=True)
+    def binom(self, meta: Any, children: list[Any]) -> t.Binom:
+        n, k = self._nodes(children[1:])
+        return t.Binom(n, k, span=_span(meta))
+
+    @v_args(meta=True)
+    def func(self, meta: Any, children: list[Any]) -> t.Func:
+        name = _FUNCTION_NAME.search(str(children[0]).replace("operatorname", "")).group()
+        rest = self._nodes(children[1:])
+        power = rest[0] if len(rest) == 2 else None
+        return t.Func(name, _argument(rest[-1]), power=power, span=_span(meta))
+
+    @v_args(meta=True)
+    def log(self, meta: Any, children: list[Any]) -> t.Func:
+        name = str(children[0]).lstrip("\\")
+        base: t.Node | None = t.Const("e") if name == "ln" else None
+        if name == "lg":
+            base = t.Num("10")
+        power = None
+        rest = children[1:]
+        while len(rest) > 1:
+            marker, value, rest = rest[0], self._node(rest[1]), rest[2:]
+            if marker.type == "SUB":
+                base = value
+            else:
+                power = value
+        argument = _argument(self._node(rest[0]))
+        return t.Func("log", argument, power=power, base=base, span=_span(meta))
+
+    @v_args(meta=True)
+    def simple_product(self, meta: Any, children: list[Any]) -> t.Node:
+        if len(children) == 1:
+            return self._node(children[0])
+        return self.product(meta, [children[0], *((None, c) for c in children[1:])])
+
+    @v_args(meta=True)
+    def matrix(self, meta: Any, children: list[Any]) -> t.Matrix:
+        environment = re.search(r"\{(\w+)\}", str(children[0])).group(1)
+        return t.Matrix(environment, children[1], span=_span(meta))
+
+    def rows(self, children: list[Any]) -> tuple[tuple[t.Node, ...], ...]:
+        return tuple(c for c in children if isinstance(c, tuple))
+
+    def row(self, children: list[Any]) -> tuple[t.Node, ...]:
+        return tuple(self._nodes(children))
+
+    @v_args(meta=True)
+    def decorated(self, meta: Any, children: list[Any]) -> t.Decorated:
+        command = str(children[0]).lstrip("\\")
+        return t.Decorated(command, self._nodes(children[1:])[0], span=_span(meta))
+
+    @v_args(meta=True)
+    def angle(self, meta: Any, children: list[Any]) -> t.Angle:
+        return t.Angle(str(children[0]).lstrip("\\"), str(children[1]), span=_span(meta))
+
+    @v_args(meta=True)
+    def bigop(self, meta: Any, children: list[Any]) -> t.BigOp:
+        op = str(children[0]).lstrip("\\")
+        variable = str(children[3])
+        lower, upper, body = (self._node(c) for c in (children[5], children[8], children[9]))
+        return t.BigOp(op, variable, lower, upper, body, span=_span(meta))
+
+
+# Tokens that only delimit: never a node of their own.
+_PUNCT = frozenset(
+    [
+        "LPAR",
+        "RPAR",
+        "LSQB",
+        "RSQB",
+        "LBRACE",
+        "RBRACE",
+        "LSET",
+        "RSET",
+        "LBAR",
+        "RBAR",
+        "LFLOOR",
+        "RFLOOR",
+        "LCEIL",
+        "RCEIL",
+        "AMP",
+        "ROWSEP",
+        "COMMA",
+        "POW",
+        "SUB",
+        "FRAC",
+        "SQRT",
+        "PLAIN_SQRT",
+        "USQRT",
+        "BINOM",
+        "PLAIN_BINOM",
+        "DECOR",
+        "MOD_OPEN",
+        "EQUIV",
+        "CIRC",
+    ]
+)
+
+
+def _is(item: Any, kind: str) -> bool:
+    return isinstance(item, Token) and item.type == kind
+
+
+def _label(token: Token) -> str:
+    return re.search(r"\(?\s*([a-h]|[iv]+)\s*\)", str(token).replace("\\text", "")).group(1)
+
+
+def _set_op(token: str) -> str:
+    return {"\u222a": "cup", "\u2229": "cap"}.get(token, token.lstrip("\\"))
+
+
+_INVISIBLE = re.compile(
+    "[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u061c\u202a-\u202e\u2066-\u2069\ufe0e\ufe0f\x00]+"
+)
+
+
+def _invisible(gap: str) -> bool:
+    return _INVISIBLE.fullmatch(gap) is not None
+
+
+def _argument(node: t.Node) -> t.Node:
+    """A function's argument: ``\\sin(x)`` and ``\\sin x`` apply the function to x alike."""
+    if (
+        isinstance(node, t.Bracket)
+        and (node.opening, node.closing) == ("(", ")")
+        and len(node.items) == 1
+    ):
+        return node.items[0]
+    return node
+
+
+def _written(index: t.Node) -> str | None:
+    """The spelling of a subscript that makes part of a name (``x_1``, ``a_{n}``, ``x_{12}``)."""
+    if isinstance(index, t.Num) and index.text.isdigit():
+        return index.text
+    if isinstance(index, t.Name | t.Word):
+        return index.text
+    return None
+
+
+class _Bars:
+    """Each bar of ``|x|`` as opening or closing, left to right: a bar closes when one is open
+    and what stands before it ends an operand (``|x - 1|``, ``2|x|``, ``|x||y|``)."""
+
+    always_accept = ("BAR",)
+
+    def process(self, stream: Any) -> Any:
+        open_bars = 0
+        previous: Token | None = None
+        for token in stream:
+            if token.type == "BAR":
+                written = str(token)
+                ends_operand = previous is not None and previous.type not in _OPERATORS
+                closes = "rvert" in written or (
+                    "lvert" not in written and open_bars > 0 and ends_operand
+                )
+                open_bars += -1 if closes else 1
+                token = Token.new_borrow_pos("RBAR" if closes else "LBAR", written, token)
+            previous = token
+            yield token
+
+
+# Tokens after which a bar opens: operators, relations, openings, separators.
+_OPERATORS = frozenset(
+    [
+        "LBAR",
+        "LPAR",
+        "LSQB",
+        "LBRACE",
+        "LSET",
+        "LANGLE",
+        "COMMA",
+        "SEMI",
+        "JOIN",
+        "RELOP",
+        "EQUIV",
+        "SETOP",
+        "PLUS",
+        "MINUS",
+        "PM",
+        "MULOP",
+        "MOD",
+        "POW",
+        "SUB",
+        "CURRENCY",
+        "AMP",
+        "ROWSEP",
+        "FRAC",
+        "SQRT",
+        "FUNC",
+        "LOG",
+        "LABEL",
+    ]
+)
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark(
+        _GRAMMAR.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        cache=False,
+        postlex=_Bars(),
+    )
+
+
+@functools.lru_cache(maxsize=16384)
+def parse(text: str) -> t.Answer | Unparsable:
+    """The tree of ``text``, or where and why reading it stopped. Cached: a group's
+    completions repeat their answers."""
+    if not text.strip():
+        return Unparsable(0, "empty")
+    try:
+        node = _Build(text).transform(_parser().parse(text))
+    except UnexpectedInput as exc:
+        return Unparsable(exc.pos_in_stream or 0, _message(exc, text))
+    except LarkError as exc:  # a transformer's error: a shape the tree cannot hold
+        cause = exc.__context__ or exc
+        return Unparsable(0, f"{type(cause).__name__}: {cause}"[:200])
+    if _depth(node) > MAX_DEPTH:
+        return Unparsable(0, f"nested deeper than {MAX_DEPTH}")
+    return node
+
+
+def _depth(node: t.Node) -> int:
+    """The depth of a tree, counted without recursion."""
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in t.children(current))
+    return deepest
+
+
+def _message(exc: UnexpectedInput, text: str) -> str:
+    position = exc.pos_in_stream or 0
+    near = text[position : position + 20]
+    return f"unexpected {near!r}" if near else "unexpected end"
