@@ -13,6 +13,8 @@ import functools
 import json
 import re
 
+from reward_server.protocol import ANSWER_CLOSE, ANSWER_OPEN
+
 # End-of-turn / end-of-text / padding tokens of common chat templates (Qwen, Llama 2/3, Mistral,
 # Gemma, Phi, DeepSeek, GPT-OSS). They are dropped from the end of a response before the format
 # check, because "...</answer><|im_end|>" still ends with the answer block.
@@ -126,17 +128,20 @@ def extract_response(
     return split_query(query, prompt, extra_end_tokens)[1]
 
 
-def answer_block(response: str) -> str | None:
-    """Content of the last ``<answer>…</answer>`` block, or None when there is none.
+def answer_block(
+    response: str, open_tag: str = ANSWER_OPEN, close_tag: str = ANSWER_CLOSE
+) -> str | None:
+    """Content of the last answer block (``<answer>…</answer>`` unless other tags are given),
+    or None when there is none.
 
     Found with ``rfind`` rather than a lazy regex, which is quadratic on thousands of unclosed
-    ``<answer>`` tags.
+    opening tags.
     """
-    close = response.rfind("</answer>")
+    close = response.rfind(close_tag)
     if close < 0:
         return None
-    start = response.rfind("<answer>", 0, close)
-    return None if start < 0 else response[start + len("<answer>") : close]
+    start = response.rfind(open_tag, 0, close)
+    return None if start < 0 else response[start + len(open_tag) : close]
 
 
 def last_braced(text: str, command: str) -> str | None:

@@ -31,9 +31,7 @@ from reward_server.checker.extract import (
 )
 from reward_server.protocol import ANSWER_CLOSE as A_CLOSE
 from reward_server.protocol import ANSWER_OPEN as A_OPEN
-from reward_server.protocol import FORMAT_MAX, ResponseFormat
-from reward_server.protocol import REASONING_CLOSE as R_CLOSE
-from reward_server.protocol import REASONING_OPEN as R_OPEN
+from reward_server.protocol import FORMAT_MAX, PAPER, ResponseFormat
 
 ONE_BLOCK = 1.0
 ONE_BLOCK_AND_TAGS = 1.5
@@ -56,62 +54,84 @@ class FormatResult:
     reason: str
 
 
-def _full_lenient(response: str) -> bool:
+def _full_lenient(response: str, tags: tuple[str, str, str, str]) -> bool:
     """The response ends with an answer block, and a complete reasoning block comes before it."""
-    if not response.endswith(A_CLOSE):
+    r_open, r_close, a_open, a_close = tags
+    if not response.endswith(a_close):
         return False
-    a_open = response.rfind(A_OPEN, 0, len(response) - len(A_CLOSE))
-    if a_open < 0:
+    answer_start = response.rfind(a_open, 0, len(response) - len(a_close))
+    if answer_start < 0:
         return False
-    r_close = response.rfind(R_CLOSE, 0, a_open)
-    return r_close >= 0 and response.rfind(R_OPEN, 0, r_close) >= 0
+    if not r_open:
+        return True
+    reasoning_end = response.rfind(r_close, 0, answer_start)
+    return reasoning_end >= 0 and response.rfind(r_open, 0, reasoning_end) >= 0
 
 
-def _full_strict(response: str) -> bool:
+def _full_strict(response: str, tags: tuple[str, str, str, str]) -> bool:
     """Exactly one tag of each kind, in order, reasoning first, only whitespace between blocks."""
-    if any(response.count(tag) != 1 for tag in (R_OPEN, R_CLOSE, A_OPEN, A_CLOSE)):
+    r_open, r_close, a_open, a_close = tags
+    if any(response.count(tag) != 1 for tag in tags if tag):
         return False
-    body = response.lstrip()
-    if not body.startswith(R_OPEN) or not body.endswith(A_CLOSE):
+    body = response.strip()
+    if not body.startswith(r_open or a_open) or not body.endswith(a_close):
         return False
-    r_close, a_open = body.find(R_CLOSE), body.find(A_OPEN)
-    return r_close < a_open and body[r_close + len(R_CLOSE) : a_open].strip() == ""
+    if not r_open:
+        return True
+    reasoning_end, answer_start = body.find(r_close), body.find(a_open)
+    return (
+        reasoning_end < answer_start
+        and not body[reasoning_end + len(r_close) : answer_start].strip()
+    )
 
 
-def score_format(response: str, strict: bool = False) -> FormatResult:
-    """Format score of a response whose trailing end-of-turn tokens are already removed."""
+def _tags(fmt: ResponseFormat) -> tuple[str, str, str, str]:
+    """(reasoning open, reasoning close, answer open, answer close) of a tagged format; a
+    format without a reasoning block has empty reasoning tags."""
+    r_open, r_close = fmt.reasoning or ("", "")
+    a_open, a_close = fmt.answer or (A_OPEN, A_CLOSE)
+    return r_open, r_close, a_open, a_close
+
+
+def score_format(response: str, strict: bool = False, fmt: ResponseFormat = PAPER) -> FormatResult:
+    """Format score of a response whose trailing end-of-turn tokens are already removed, in a
+    tagged format (the paper's by default: its own tags for any other)."""
+    r_open, r_close, a_open, a_close = tags = _tags(fmt)
     response = response.rstrip()
-    has_answer = _has_block(response, A_OPEN, A_CLOSE)
-    if has_answer and (response.count(A_OPEN) > 1 or response.count(A_CLOSE) > 1):
+    has_answer = _has_block(response, a_open, a_close)
+    has_reasoning = not r_open or _has_block(response, r_open, r_close)
+    if has_answer and (response.count(a_open) > 1 or response.count(a_close) > 1):
         # A second answer block, wherever it hides (after an end-of-turn token, in a comment,
         # a code fence or a "format reminder"), is a second candidate: partial format at most.
-        both = _has_block(response, R_OPEN, R_CLOSE)
-        return FormatResult(ONE_BLOCK_AND_TAGS if both else ONE_BLOCK, "several_answer_blocks")
-    if _full_strict(response) if strict else _full_lenient(response):
+        return FormatResult(
+            ONE_BLOCK_AND_TAGS if has_reasoning else ONE_BLOCK, "several_answer_blocks"
+        )
+    if _full_strict(response, tags) if strict else _full_lenient(response, tags):
         return FormatResult(FORMAT_MAX, "ok")
 
-    has_reasoning = _has_block(response, R_OPEN, R_CLOSE)
     if has_reasoning and has_answer:
         # Both blocks exist but not in the required shape (order, trailing text, strictness):
         # one block earns credit and the other's tags are there.
-        head = response[: response.rfind(A_CLOSE) + len(A_CLOSE)]
-        if _full_strict(head) if strict else _full_lenient(head):
+        head = response[: response.rfind(a_close) + len(a_close)]
+        if _full_strict(head, tags) if strict else _full_lenient(head, tags):
             return FormatResult(ONE_BLOCK_AND_TAGS, "text_after_answer")  # the shape, then text
-        reason = "strict_violation" if strict and _full_lenient(response) else "answer_not_last"
+        lenient = _full_lenient(response, tags)
+        reason = "strict_violation" if strict and lenient else "answer_not_last"
         return FormatResult(ONE_BLOCK_AND_TAGS, reason)
-    if has_reasoning:
-        partial = A_OPEN in response or A_CLOSE in response
+    if has_reasoning and r_open:
+        partial = a_open in response or a_close in response
         return FormatResult(ONE_BLOCK_AND_TAGS if partial else ONE_BLOCK, "missing_answer")
     if has_answer:
-        partial = R_OPEN in response or R_CLOSE in response
+        partial = r_open in response or r_close in response
         return FormatResult(ONE_BLOCK_AND_TAGS if partial else ONE_BLOCK, "missing_reasoning")
     return FormatResult(0.0, "no_blocks")
 
 
-def text_after_answer(response: str) -> str:
-    """What follows the last ``</answer>`` of a response (empty when nothing does)."""
-    close = response.rfind(A_CLOSE)
-    return "" if close < 0 else response[close + len(A_CLOSE) :].strip()
+def text_after_answer(response: str, fmt: ResponseFormat = PAPER) -> str:
+    """What follows the last closing answer tag of a response (empty when nothing does)."""
+    close_tag = _tags(fmt)[3]
+    close = response.rfind(close_tag)
+    return "" if close < 0 else response[close + len(close_tag) :].strip()
 
 
 # ------------------------------------------------------------------ every format
@@ -158,8 +178,10 @@ def parse(
     if not fmt.boxed:
         if prefilled and fmt.prefill:  # the chat template wrote the opening tag
             response = fmt.reasoning[0] + response
-        answer = answer_block(response)
-        return Parsed(score_format(response, strict), answer, after=text_after_answer(response))
+        answer = answer_block(response, *_tags(fmt)[2:])
+        return Parsed(
+            score_format(response, strict, fmt), answer, after=text_after_answer(response, fmt)
+        )
     response = normalize_boxes(response.rstrip())
     if fmt.reasoning is None:
         finals = _final_answers(response, fmt)

@@ -40,12 +40,13 @@ from sympy.functions.elementary.trigonometric import (
     TrigonometricFunction,
 )
 
+from reward_server.checker import syntax
 from reward_server.checker import tree as t
 from reward_server.checker.build import Unbuildable, build
 from reward_server.checker.compare import equal_values
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.checker.relations import congruence_value
-from reward_server.checker.values import Choice, Group, Number, Numeral, Value, Words
+from reward_server.checker.values import Choice, Group, Number, Numeral, Value, Words, value_of
 from reward_server.protocol import Reason
 
 log = logging.getLogger(__name__)
@@ -342,12 +343,9 @@ _WARM_UP = (
 
 def warm_up() -> None:
     """Run representative checks once: sympy is slow on first use."""
-    from reward_server.checker.decide import precheck
-
     for answer, reference in _WARM_UP:
         try:
-            check = precheck(answer, reference)
-            if isinstance(check, SymbolicCheck):
-                symbolic_equivalent(check)
+            read = [value_of(syntax.parse(text)) for text in (answer, reference)]  # type: ignore
+            symbolic_equivalent(SymbolicCheck(*read))
         except Exception:
             log.debug("warm-up check failed", exc_info=True)

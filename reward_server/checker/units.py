@@ -104,10 +104,8 @@ def _unit_part(node: t.Node) -> tuple[str, str | None, bool] | None:
         if node.exponent.text not in ("2", "3"):
             return None
         node, power = node.base, node.exponent.text
-    in_brackets = isinstance(node, t.Bracket) and (node.opening, node.closing) == ("(", ")")
-    if in_brackets and power is None and len(node.items) == 1:  # type: ignore[union-attr]
-        if isinstance(node.items[0], t.Word | t.Text):  # type: ignore[union-attr]
-            node = node.items[0]  # type: ignore[union-attr]
+    if power is None and _word_in_brackets(node):
+        node = node.items[0]  # type: ignore[union-attr]
     if isinstance(node, t.Word) and not node.number:
         return node.text, power, False
     if isinstance(node, t.Text):
@@ -115,6 +113,16 @@ def _unit_part(node: t.Node) -> tuple[str, str | None, bool] | None:
         if _UNIT_TEXT.fullmatch(content):
             return content, power, True
     return None
+
+
+def _word_in_brackets(node: t.Node) -> bool:
+    """``(dollars)``: one word between round brackets."""
+    return (
+        isinstance(node, t.Bracket)
+        and (node.opening, node.closing) == ("(", ")")
+        and len(node.items) == 1
+        and isinstance(node.items[0], t.Word | t.Text)
+    )
 
 
 def _unit_word(node: t.Node) -> bool:

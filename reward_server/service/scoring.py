@@ -1,13 +1,14 @@
-"""Score one completion: response -> format -> answer -> verdict -> reward (paper's scale), in
-the response format the request asks for (``reward_server.protocol``'s profiles).
+"""Score one completion: the response located in the query, graded by the checker's front door
+(``checker.grade``), its checks resolved, its reward on the paper's scale, in the response
+format the request asks for (``reward_server.protocol``'s profiles). No answer policy here:
+what counts as right is the checker's.
 
-An item is scored in two steps. **Reading** (``Scorer.read``, no waiting): the response, its
-format, the answer and the reference, and all that the checker decides without a worker. A
-request's items are read together, in the event loop when the request is small and in a reading
-thread when it is large (``READ_INLINE_CHARS``), so that no request holds the loop that answers
-every other one. An answer's whitespace runs are shortened and its length capped before any
-pattern runs on it. **Judging** (``Scorer.judge``): the symbolic checks the reading left to the
-verification pool, in the fair queue of the client that asked.
+An item is scored in two steps. **Reading** (``Scorer.read``, no waiting): the response, then
+``grade`` decides all it can without a worker. A request's items are read together, in the
+event loop when the request is small and in a reading thread when it is large
+(``READ_INLINE_CHARS``), so that no request holds the loop that answers every other one.
+**Judging** (``Scorer.judge``): the symbolic checks the grading left, resolved by the
+verification pool in the fair queue of the client that asked, then ``grade.commit``.
 
 Any exception while reading or checking one item scores that item 0 with a reason
 (``answer_error``, ``reference_error``, ``check_error``), is counted by stage and error
@@ -19,53 +20,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from reward_server.checker import reading
 from reward_server.checker.compare import Verdict
-from reward_server.checker.extract import extract_reference, split_query, unwrap_math
-from reward_server.checker.format import (
-    SEVERAL_ANSWERS,
-    TEXT_AFTER_ANSWER,
-    FormatResult,
-    Parsed,
-    opens_reasoning,
-    parse,
+from reward_server.checker.extract import split_query
+from reward_server.checker.format import FormatResult, opens_reasoning
+from reward_server.checker.grade import (
+    Check,
+    Grading,
+    Limits,
+    Rules,
+    commit,
+    equivalent_or_error,
+    grade,
 )
-from reward_server.checker.pending import SymbolicCheck
-from reward_server.protocol import (
-    ACCURACY_CORRECT,
-    FORMAT_MAX,
-    NOT_COMPUTED,
-    Reason,
-    ResponseFormat,
-    response_format,
-)
+from reward_server.protocol import ACCURACY_CORRECT, Reason, ResponseFormat, response_format
 from reward_server.service.schemas import ItemScore, Label
 from reward_server.service.settings import Settings
 from reward_server.service.verify import Verifier
 
 log = logging.getLogger(__name__)
-
-# Format verdicts that forbid accuracy whatever the settings: the completion holds a second
-# answer block, or its block is not where the format puts it (before the reasoning), so the
-# block scored may not be its final answer.
-NO_ACCURACY_FORMATS = frozenset({Reason.SEVERAL_ANSWER_BLOCKS, Reason.ANSWER_NOT_LAST})
-# Format faults that cost format only (10 -> 1.5), the accuracy still judged: text after a
-# well-placed answer (it may restate the answer but not give another one), and final answers
-# written more than once (think, boxed: each must state the answer's value).
-JUDGED_FAULTS = frozenset({TEXT_AFTER_ANSWER, SEVERAL_ANSWERS})
-# Verdicts on the trailing text that say nothing about it (a sentence that states no value: "I
-# hope this helps!", its CPU budget, a check that raised), or that are no verdict at all.
-_ANY_VALUE = re.compile(r"[\d$\\]")
-_TRAILING_NEUTRAL = frozenset({Reason.PROSE_IN_ANSWER, Reason.TIMEOUT, Reason.CHECK_ERROR})
-_TRAILING_NEUTRAL |= NOT_COMPUTED
 
 # A request whose text (queries, prompts and labels) is longer than this is read in a reading
 # thread, off the event loop; a shorter one in the loop, which costs no thread hop. Reading is
@@ -75,19 +54,7 @@ READ_INLINE_CHARS = 16_384
 # turns between large requests rather than finishing one before starting the next.
 READ_CHUNK_CHARS = 65_536
 READ_THREADS = 2
-# A whitespace run longer than this in an answer is one space (one newline when it holds one):
-# a collapsing policy writes thousands, and an answer is read the same with one.
-LONGEST_WHITESPACE_RUN = 16
-_LONG_WHITESPACE = re.compile(rf"\s{{{LONGEST_WHITESPACE_RUN + 1},}}")
-# An answer as written (its box and wrapping phrase included) longer than this many times
-# GTPO_RS_MAX_ANSWER_CHARS is refused as too long before it is unwrapped: unwrapping only removes
-# boxes and delimiters around the answer.
-RAW_ANSWER_FACTOR = 2
-# Other final answers (think, boxed) that are compared with the answer at most: more than this
-# many distinct ones are several answers, whatever they state.
-MAX_OTHER_ANSWERS = 16
 
-Check = Verdict | SymbolicCheck  # a precheck's result: a verdict, or the pool's check
 Row = TypeVar("Row")
 Read = TypeVar("Read")
 
@@ -119,20 +86,11 @@ class ItemErrors:
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 3 us a request
 class ItemRead:
-    """What reading one completion found: the format, the answer and the reference; the
-    accuracy's reason when reading decided it; otherwise the checks the judge resolves."""
+    """One completion read: its response, its format's name and what grading it found."""
 
     response: str
     response_format: str
-    format: FormatResult
-    answer: str | None
-    reference: str | None
-    reason: Reason | None = None  # decided while reading (no answer, the format gate, an error)
-    check: Check | None = None  # the answer against the reference
-    # For an answer that may be right, what the rest of the response says about it:
-    refused: Reason | None = None  # the words around a boxed answer refuse it
-    others: tuple[Check, ...] = ()  # the other final answers against the reference
-    trailing: Check | None = None  # the text after an answer block against the reference
+    grading: Grading
 
 
 class Scorer:
@@ -146,7 +104,12 @@ class Scorer:
         self.errors = errors or ItemErrors()
         self._end_tokens = tuple(settings.extra_end_tokens)
         self.response_format = response_format(settings.response_format)  # the server's default
-        self._max_chars = settings.max_answer_chars
+        self._rules = Rules(
+            self.response_format,
+            strict=settings.strict_format,
+            requires_format=settings.accuracy_requires_format,
+            limits=Limits(settings.max_answer_chars, settings.max_nesting),
+        )
         self._reader: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -200,18 +163,10 @@ class Scorer:
     def _read_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[Check]:
         out: list[Check] = []
         for answer, label in pairs:
-            try:
-                reference = extract_reference(label)
-            except Exception as exc:
-                self.errors.report("reference", exc)
-                out.append(Verdict(False, Reason.REFERENCE_ERROR))
-                continue
-            if not answer.strip():
-                out.append(Verdict(False, Reason.EMPTY_ANSWER))
-            elif reference is None:
-                out.append(Verdict(False, Reason.NO_REFERENCE))
-            else:
-                out.append(self._precheck(answer, reference))
+            check, error = equivalent_or_error(answer, label, self._rules.limits)
+            if error is not None:
+                self.errors.report(*error)
+            out.append(check)
         return out
 
     async def _off_loop(
@@ -260,145 +215,44 @@ class Scorer:
         try:
             before, response = split_query(query, prompt, self._end_tokens)
             prefilled = opens_reasoning(before, fmt)
-            parsed = parse(response, fmt, strict=self.settings.strict_format, prefilled=prefilled)
         except Exception as exc:
             self.errors.report("response", exc)
             no_format = FormatResult(0.0, "response_error")
-            return ItemRead(query, fmt.name, no_format, None, None, Reason.ANSWER_ERROR)
-        try:
-            answer = None if parsed.answer is None else self._answer(parsed)
-        except Exception as exc:
-            self.errors.report("answer", exc)
-            return ItemRead(response, fmt.name, parsed.format, None, None, Reason.ANSWER_ERROR)
-        try:
-            reference = extract_reference(label)
-        except Exception as exc:
-            self.errors.report("reference", exc)
-            return ItemRead(response, fmt.name, parsed.format, answer, None, Reason.REFERENCE_ERROR)
-        reason = self._gate(parsed.format, answer, reference)
-        if reason is not None:
-            return ItemRead(response, fmt.name, parsed.format, answer, reference, reason)
-        assert answer is not None and reference is not None
-        try:
-            check = self._precheck(answer, reference)
-            if isinstance(check, Verdict) and not check.equal:  # wrong: nothing else to read
-                return ItemRead(response, fmt.name, parsed.format, answer, reference, None, check)
-            refused, others, trailing = self._followups(parsed, answer, reference)
-        except Exception as exc:
-            self.errors.report("check", exc)
-            reason = Reason.CHECK_ERROR
-            return ItemRead(response, fmt.name, parsed.format, answer, reference, reason)
-        return ItemRead(
-            response, fmt.name, parsed.format, answer, reference, None, check, refused, others,
-            trailing,
-        )  # fmt: skip
-
-    def _gate(self, fmt: FormatResult, answer: str | None, reference: str | None) -> Reason | None:
-        """The accuracy's reason when there is nothing to check."""
-        if answer is None:
-            return Reason.NO_ANSWER_BLOCK
-        if not answer:
-            return Reason.EMPTY_ANSWER
-        if reference is None:
-            return Reason.NO_REFERENCE
-        if fmt.reason in NO_ACCURACY_FORMATS:
-            return Reason(fmt.reason)
-        if (
-            self.settings.accuracy_requires_format
-            and fmt.score < FORMAT_MAX
-            and fmt.reason not in JUDGED_FAULTS
-        ):
-            return Reason.FORMAT_NOT_MET
-        return None
-
-    def _answer(self, parsed: Parsed) -> str:
-        """The final answer, unwrapped: a boxed answer with the text after it when that text
-        states a value or refuses one ("\\boxed{18} dollars", "\\boxed{7} or more",
-        "\\boxed{9}, but that is wrong"): read as one answer. Text that does neither ("I hope it
-        is correct.") is left out, as it is after an answer block."""
-        answer = parsed.answer or ""
-        tail = _shorten(parsed.tail)
-        if tail:
-            if len(tail) > self._max_chars:
-                # Too long to read with the box: it joins the answer (then too long itself)
-                # when it holds anything like a value, as text after an answer block does.
-                joins = _ANY_VALUE.search(tail) is not None
-            else:
-                joins = reading.joins_answer(tail)
-            if joins:
-                answer = f"{answer} {tail}"
-        return self._unwrapped(answer)
-
-    def _unwrapped(self, written: str) -> str:
-        """``unwrap_math`` of an answer as written, after its whitespace runs are shortened;
-        one too long to be an answer is returned as written (the cost guard refuses it)."""
-        written = _shorten(written)
-        if len(written) > RAW_ANSWER_FACTOR * self._max_chars:
-            return written.strip()
-        return unwrap_math(written)
-
-    def _precheck(self, answer: str, reference: str) -> Check:
-        try:
-            return self.verifier.precheck(answer, reference)
-        except Exception as exc:
-            self.errors.report("check", exc)
-            return Verdict(False, Reason.CHECK_ERROR)
-
-    def _followups(
-        self, parsed: Parsed, answer: str, reference: str
-    ) -> tuple[Reason | None, tuple[Check, ...], Check | None]:
-        """What the rest of the response says about an answer that may be right: words before
-        a boxed answer that hedge or negate it (the refusal), other final answers that must
-        state its value (their checks), text after an answer block that may give another
-        answer (its check)."""
-        if not (parsed.lead or parsed.others or parsed.after):
-            return None, (), None  # the paper format's answer block, alone
-        lead = _shorten(parsed.lead)[-self._max_chars :]  # the words nearest the box
-        refused = reading.refusal(lead) if lead.strip() else None
-        if refused is not None:
-            return refused, (), None
-        values = dict.fromkeys(self._unwrapped(other) for other in parsed.others)
-        values.pop(answer, None)
-        if len(values) > MAX_OTHER_ANSWERS:
-            return None, (Verdict(False, Reason.SEVERAL_ANSWERS),), None
-        others = tuple(self._precheck(value, reference) for value in values)
-        trailing = _shorten(parsed.after).strip()
-        if not trailing:
-            return None, others, None
-        if len(trailing) > self._max_chars:
-            # Too long to read as one answer: refused when it holds anything like a value.
-            if _ANY_VALUE.search(trailing):
-                return None, others, Verdict(False, Reason.ANSWER_NOT_LAST)
-            return None, others, None
-        if not reading.states_value(trailing):
-            return None, others, None
-        return None, others, self._precheck(trailing, reference)
+            return ItemRead(query, fmt.name, Grading(no_format, None, None, Reason.ANSWER_ERROR))
+        rules = self._rules if fmt is self._rules.fmt else replace(self._rules, fmt=fmt)
+        grading = grade(response, label, rules, prefilled=prefilled)
+        if grading.error is not None:
+            self.errors.report(*grading.error)
+        return ItemRead(response, fmt.name, grading)
 
     async def judge(
         self, item: ItemRead, deadline: float | None = None, client: Hashable = None
     ) -> ItemScore:
         """The item's score once its checks are resolved (``deadline``: see ``score``)."""
-        reason = item.reason
+        grading = item.grading
+        reason = grading.reason
         equal = False
         if reason is None:
-            assert item.check is not None
-            verdict = item.check
-            if not isinstance(verdict, Verdict):
-                verdict = await self._resolve(verdict, deadline, client)
-            if verdict.equal and (item.refused or item.others or item.trailing):
-                verdict = await self._committed(item, verdict, deadline, client)
+            assert grading.check is not None
+            verdict = await self._resolve(grading.check, deadline, client)
+            if verdict.equal and grading.followups:
+                others = [await self._resolve(o, deadline, client) for o in grading.others]
+                trailing = None
+                if grading.trailing is not None:
+                    trailing = await self._resolve(grading.trailing, deadline, client)
+                verdict = commit(grading, verdict, others, trailing)
             equal, reason = verdict.equal, verdict.reason
         accuracy = ACCURACY_CORRECT if equal else 0.0
         return ItemScore(
             response=item.response,
             response_format=item.response_format,
-            answer=item.answer,
-            reference=item.reference,
-            format_score=item.format.score,
-            format_reason=item.format.reason,
+            answer=grading.answer,
+            reference=grading.reference,
+            format_score=grading.format.score,
+            format_reason=grading.format.reason,
             accuracy_score=accuracy,
             reason=reason,
-            reward=item.format.score + accuracy,
+            reward=grading.format.score + accuracy,
         )
 
     async def _resolve(self, check: Check, deadline: float | None, client: Hashable) -> Verdict:
@@ -407,35 +261,6 @@ class Scorer:
         except Exception as exc:
             self.errors.report("check", exc)
             return Verdict(False, Reason.CHECK_ERROR)
-
-    async def _committed(
-        self, item: ItemRead, verdict: Verdict, deadline: float | None, client: Hashable
-    ) -> Verdict:
-        """The verdict of a right answer, unless the rest of the response takes it back (see
-        ``_followups``); a check among these that could not finish makes the item's verdict
-        not computed either."""
-        if item.refused is not None:
-            return Verdict(False, item.refused)
-        for other in item.others:
-            again = await self._resolve(other, deadline, client)
-            if again.reason in NOT_COMPUTED or again.reason == Reason.CHECK_ERROR:
-                return again
-            if not again.equal:
-                return Verdict(False, Reason.SEVERAL_ANSWERS)
-        if item.trailing is None:
-            return verdict
-        again = await self._resolve(item.trailing, deadline, client)
-        if again.equal or again.reason in _TRAILING_NEUTRAL:
-            return verdict if again.equal or again.reason == Reason.PROSE_IN_ANSWER else again
-        return Verdict(False, Reason.ANSWER_NOT_LAST)
-
-
-def _shorten(text: str) -> str:
-    """``text`` with every whitespace run longer than ``LONGEST_WHITESPACE_RUN`` made one space
-    (one newline when it holds one)."""
-    if len(text) <= LONGEST_WHITESPACE_RUN:
-        return text
-    return _LONG_WHITESPACE.sub(lambda m: "\n" if "\n" in m.group() else " ", text)
 
 
 def _pair_chars(pair: tuple[str, str]) -> int:
