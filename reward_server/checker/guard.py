@@ -23,6 +23,7 @@ from reward_server.checker import tree as t
 MAX_EXPONENT_LOG10 = 5.0  # x^e with e up to 100,000
 MAX_FACTORIAL_LOG10 = 4.0  # n! (and n!!, n!!!…) with n up to 10,000
 MAX_BOUND_LOG10 = 4.0  # \sum / \prod over up to 10,000 terms
+MAX_BINOMIAL_LOG10 = 4.0  # \binom{x}{k} with a symbolic x: k up to 10,000
 MAX_NUMBER_LOG10 = 100_000.0  # no number built may exceed 100,000 digits
 # What a name counts as (log10): a symbol stands for a value of about 10.
 _NAME_LOG10 = 1.0
@@ -83,8 +84,10 @@ def magnitude(node: t.Node, depth: int = 0) -> float:
             raise _Bomb("huge_exponent")
         return 0.44 * 10**exponent
     parts = [magnitude(child, depth + 1) for child in _children(node)]
-    if isinstance(node, t.Sum | t.Bracket | t.SetOf | t.Matrix | t.Answer | t.SetOp):
-        return max(parts, default=0.0) + 1.0
+    if isinstance(node, t.Sum):
+        return max(parts, default=0.0) + math.log10(len(parts))
+    if isinstance(node, t.Bracket | t.SetOf | t.Matrix | t.Answer | t.SetOp):
+        return max(parts, default=0.0)
     if isinstance(node, t.Root):
         return parts[0]
     return sum(parts)
@@ -120,10 +123,11 @@ def _binomial(node: t.Binom, depth: int) -> float:
         if size > MAX_NUMBER_LOG10:
             raise _Bomb("huge_binomial")
         return size
-    top = magnitude(node.n, depth + 1)
-    if top > MAX_EXPONENT_LOG10:
+    # a symbolic n (or k): sympy expands \binom{x}{k} into k factors
+    size = max(magnitude(node.n, depth + 1), magnitude(node.k, depth + 1))
+    if size > MAX_BINOMIAL_LOG10:
         raise _Bomb("huge_binomial")
-    return 10**top * max(top, 1.0)
+    return 10**size * max(size, 1.0)
 
 
 def _big_operator(node: t.BigOp, depth: int) -> float:

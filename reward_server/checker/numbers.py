@@ -98,6 +98,16 @@ def integer_digits(node: t.Node) -> str | None:
 def mixed_number(node: t.Node) -> Fraction | None:
     """``2\\frac{1}{2}`` and ``1 1/2``: a whole number and a proper fraction written side by side
     (a product would need a sign: ``2 \\cdot \\frac12``)."""
+    shape = _mixed_shape(node)
+    if shape is None or shape[1] >= shape[2]:
+        return None
+    whole, numerator, denominator = shape
+    return whole + Fraction(numerator, denominator)
+
+
+def _mixed_shape(node: t.Node) -> tuple[int, int, int] | None:
+    """(whole, numerator, denominator) of a whole number written beside a fraction of whole
+    numbers; the denominator is not 0."""
     if not isinstance(node, t.Product):
         return None
     factors, joins = node.factors, node.joins
@@ -105,15 +115,14 @@ def mixed_number(node: t.Node) -> Fraction | None:
     if whole is None:
         return None
     if len(factors) == 2 and joins[0] in ("", " ") and isinstance(factors[1], t.Frac):
-        part = (_natural(factors[1].numerator), _natural(factors[1].denominator))
+        numerator, denominator = _natural(factors[1].numerator), _natural(factors[1].denominator)
     elif len(factors) == 3 and joins == (" ", "/"):
-        part = (_natural(factors[1]), _natural(factors[2]))
+        numerator, denominator = _natural(factors[1]), _natural(factors[2])
     else:
         return None
-    numerator, denominator = part
-    if numerator is None or not denominator or numerator >= denominator:
+    if numerator is None or not denominator:
         return None
-    return whole + Fraction(numerator, denominator)
+    return whole, numerator, denominator
 
 
 def _natural(node: t.Node) -> int | None:
@@ -181,9 +190,8 @@ def _exact(node: t.Node, depth: int) -> Fraction | None:
 
 
 def _product(node: t.Product, depth: int) -> Fraction | None:
-    mixed = mixed_number(node)
-    if mixed is not None:
-        return mixed
+    if _mixed_shape(node) is not None:
+        return mixed_number(node)  # "2\\frac{3}{2}" is no mixed number, nor a product: None
     value = _exact(node.factors[0], depth)
     if value is None:
         return None

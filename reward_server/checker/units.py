@@ -108,6 +108,8 @@ def _unit_part(node: t.Node) -> tuple[str, str | None, bool] | None:
         node = node.items[0]  # type: ignore[union-attr]
     if isinstance(node, t.Word) and not node.number:
         return node.text, power, False
+    if isinstance(node, t.Name) and len(node.text) == 1:  # "5 g": a unit only if named so
+        return node.text, power, False
     if isinstance(node, t.Text):
         content = node.content.strip(" ~")
         if _UNIT_TEXT.fullmatch(content):
@@ -123,6 +125,12 @@ def _word_in_brackets(node: t.Node) -> bool:
         and len(node.items) == 1
         and isinstance(node.items[0], t.Word | t.Text)
     )
+
+
+def _per_unit(node: t.Node) -> bool:
+    """What may follow "/" in a unit: a known name or a short one ("km/h", "apples/day")."""
+    part = _unit_part(node)
+    return part is not None and (part[0].lower() in UNIT_NAMES or len(part[0]) <= 3)
 
 
 def _unit_word(node: t.Node) -> bool:
@@ -154,12 +162,22 @@ def split_unit(node: t.Node) -> tuple[t.Node, str | None]:
         return node, None
     factors, joins = node.factors, node.joins
     start = len(factors)
-    while start > 1 and joins[start - 2] in ("", " ") and _unit_word(factors[start - 1]):
+    while start > 1 and _unit_word(factors[start - 1]):
+        join = joins[start - 2]
+        if join == "/" and not _per_unit(factors[start - 1]):
+            break
+        if join not in ("", " ", "/"):
+            break
         start -= 1
-    if start == len(factors):
-        return node, None
+    while start < len(factors) and joins[start - 1] == "/":
+        start += 1  # a unit starts with a name, never with "/"
+    if start == len(factors) or all(
+        _unit_part(f) or isinstance(f, t.Name) for f in factors[:start]
+    ):
+        return node, None  # no unit, or words alone ("the percent"): no value to carry one
     parts = [_unit_part(f) for f in factors[start:]]
     words = [w for part in parts if part for w in part[0].replace("~", " ").split()]
+    per = [joins[i - 1] == "/" for i in range(start, len(factors))]
     power = next((part[1] for part in parts if part and part[1]), None)
     in_text = any(part and part[2] for part in parts)
     lowered = [w.lower() for w in words]
@@ -169,13 +187,17 @@ def split_unit(node: t.Node) -> tuple[t.Node, str | None]:
     if not in_text and not _bare_unit(lowered, glued, factors[start - 1]):
         return node, None
     value = factors[0] if start == 1 else t.Product(factors[:start], joins[: start - 1])
-    return value, _unit_key(" ".join(words), power)
+    phrase = "".join(
+        ("/" if over else " ") + part[0] for part, over in zip(parts, per, strict=True) if part
+    )
+    return value, _unit_key(phrase.strip(" /"), power)
 
 
 def _bare_unit(words: list[str], glued: bool, before: t.Node) -> bool:
     """Whether words after a value, outside any text command, are a unit (``split_unit``)."""
     if glued:
-        return len(words) == 1 and words[0] in GLUED_UNITS and isinstance(before, t.Num)
+        glued = words[0] in GLUED_UNITS or words[0] in PERCENT_WORDS
+        return len(words) == 1 and glued and isinstance(before, t.Num)
     if len(words) == 1:
         word = words[0]
         if word in _LETTER_NAMES:

@@ -28,6 +28,8 @@ from reward_server.service.routes import (
     token_accepted,
     unexpected_error,
 )
+from reward_server.checker.grade import equivalent
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.service.scoring import ItemErrors, Scorer
 from reward_server.service.settings import Settings
 from reward_server.service.verify import Verifier
@@ -45,7 +47,7 @@ def build_service(settings: Settings) -> Service:
         wall_timeout_s=settings.verify_wall_timeout_s,
         memory_mb=settings.worker_memory_mb,
         max_tasks=settings.worker_max_tasks,
-        hang_answer=settings.debug_hang_answer,
+        hang_answer=_hang_marker(settings.debug_hang_answer),
         on_restart=metrics.on_restart,
         on_timing=metrics.on_timing,
         on_size=metrics.on_size,
@@ -62,6 +64,16 @@ def build_service(settings: Settings) -> Service:
         on_error=errors.report,
     )
     return Service(settings, metrics, pool, verifier, Scorer(settings, verifier, errors))
+
+
+def _hang_marker(text: str | None) -> object:
+    """The test hook's answer as a worker sees it (the answer of its symbolic check), or None."""
+    if text is None:
+        return None
+    check = equivalent(text, "0")
+    if not isinstance(check, SymbolicCheck):
+        raise ValueError(f"GTPO_RS_DEBUG_HANG_ANSWER {text!r} is decided without a worker")
+    return check.answer
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

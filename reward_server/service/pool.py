@@ -107,7 +107,7 @@ def _name_process(name: str) -> None:
 
 
 def _worker_main(
-    conn: Connection, target: Target, hang_answer: str | None, memory_mb: int, cpu_s: float
+    conn: Connection, target: Target, hang_answer: object, memory_mb: int, cpu_s: float
 ) -> None:
     """Worker loop: receive (job_id, check), send (job_id, equal, reason, CPU
     seconds the check used, the name of the exception it raised or None). A check that uses
@@ -350,7 +350,7 @@ class VerifierPool:
         wall_timeout_s: float | None = None,
         memory_mb: int = 0,
         max_tasks: int = 0,
-        hang_answer: str | None = None,
+        hang_answer: object = None,
         on_restart: Callable[[str], None] | None = None,
         on_timing: Callable[[float, float, float], None] | None = None,
         on_size: Callable[[int], None] | None = None,

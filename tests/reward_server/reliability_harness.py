@@ -57,7 +57,7 @@ from reward_server.protocol import Reason
 PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
 END = "<|im_end|>"
 NONCE = "{nonce}"  # replaced by a per-request token inside the reasoning block
-HANG = "\\gtpohang"  # GTPO_RS_DEBUG_HANG_ANSWER of every test server: a worker given it hangs
+HANG = "hang_{gtpo}"  # GTPO_RS_DEBUG_HANG_ANSWER of every test server: a worker given it hangs
 RETRIES_503 = 30  # a request answered 503 (verdict not computed in time) is sent again
 WORKER_NAME = (
     "gtpo-rs-verify"  # reward_server.service.pool.PROCESS_NAME, as /proc/PID/comm shows it
