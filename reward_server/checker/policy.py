@@ -39,13 +39,26 @@ _OPERATION_AFTER_VALUE = re.compile(r"(?!hundred)[a-z]{3,}ed")
 
 def tree_words(node: t.Node) -> list[str]:
     """Lower-cased words of an answer's tree, in order: every word of a text command (single
-    letters too: ``\\mathrm{i}``), every run of letters and every number word."""
+    letters too: ``\\mathrm{i}``), every run of letters, every number word, and the words that
+    join its items ("7 or more")."""
     found: list[str] = []
-    for part in t.walk(node):
-        if isinstance(part, t.Word):
-            found += re.findall(r"[a-z]+", part.text.lower())
-        elif isinstance(part, t.Text):
-            found += re.findall(r"[a-z]+", part.content.lower())
+    stack: list[t.Node | str] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, str):
+            found.append(current)
+            continue
+        if isinstance(current, t.Word):
+            found += re.findall(r"[a-z]+", current.text.lower())
+        elif isinstance(current, t.Text):
+            found += re.findall(r"[a-z]+", current.content.lower())
+        below: list[t.Node | str] = list(t.children(current))
+        if isinstance(current, t.Answer):
+            joined: list[t.Node | str] = [below[0]]
+            for separator, item in zip(current.separators, below[1:], strict=True):
+                joined += [separator, item] if separator in ("or", "and") else [item]
+            below = joined
+        stack.extend(reversed(below))
     return found
 
 
