@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from reward_server.checker import reading
 from reward_server.checker.compare import Verdict
-from reward_server.checker.decide import precheck
+from reward_server.checker.decide import precheck, symbolic_equivalent
 from reward_server.checker.extract import extract_reference, unwrap_math
 from reward_server.checker.format import (
     SEVERAL_ANSWERS,
@@ -57,6 +57,18 @@ RAW_ANSWER_FACTOR = 2
 MAX_OTHER_ANSWERS = 16
 
 Check = Verdict | SymbolicCheck  # a precheck's result: a verdict, or the pool's check
+# What decides a ``SymbolicCheck``: sympy, in the caller's verification workers (imported on
+# first use there, never in the server process).
+__all__ = [
+    "Check",
+    "Grading",
+    "Limits",
+    "Rules",
+    "commit",
+    "equivalent",
+    "grade",
+    "symbolic_equivalent",
+]
 
 
 @dataclass(frozen=True)

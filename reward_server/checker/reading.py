@@ -164,8 +164,7 @@ def read_pair(
 @functools.lru_cache(maxsize=16384)
 def statement(node: t.Node) -> Statement:
     """The ``Statement`` of an answer's tree."""
-    whole = node
-    node = unwrapped(node)
+    whole = node = unwrapped(node)
     words = _words(node)
     numeric = number_of(split_unit(node)[0]) is not None
     refusal = policy.word_problem(node, numeric=numeric)

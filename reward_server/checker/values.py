@@ -165,6 +165,10 @@ def _items_value(node: t.Node, items: list[t.Node]) -> Value:
     """The value of several items: labelled parts in their labels' order, the values of named
     unknowns, choice letters, or a bare list."""
     labels = [i.label for i in items if isinstance(i, t.Labelled) and i.value is not None]
+    if labels and len(labels) < len(items):
+        # some items labelled, others not ("3, (a) 4, (b) 5"): no parts of the question's
+        names = tuple(i.label if isinstance(i, t.Labelled) else "" for i in items)
+        return Group(node, "labelled", tuple(item_value(i) for i in items), names)
     if len(labels) == len(items) > 1:
         order = next((seq for seq in _LABEL_ORDERS if set(labels) <= set(seq)), None)
         in_order = sorted(labels, key=order.index) if order is not None else None
@@ -193,7 +197,7 @@ def _vector(node: t.Matrix) -> tuple[t.Node, ...] | None:
     return None
 
 
-_WORDS_TEXT = re.compile(r"[a-z]+(?:[ '\-][a-z]+)*")
+_WORDS_TEXT = re.compile(r"[a-z]+(?:[ '\u2019\-][a-z]+)*")
 
 
 def words_of(node: t.Node) -> str | None:
@@ -201,6 +205,8 @@ def words_of(node: t.Node) -> str | None:
     or None when the tree is not only words."""
     if isinstance(node, t.Word) and not node.number:
         return node.text.lower()
+    if isinstance(node, t.Labelled) and node.value is None:
+        return node.label  # "(c)" alone: a choice's letter, not a part's label
     if isinstance(node, t.Name) and "_" not in node.text and len(node.text) == 1:
         return node.text.lower()
     if isinstance(node, t.Text):
@@ -252,6 +258,8 @@ def choice_letters(node: t.Node) -> frozenset[str] | None:
         inner = syntax.parse(node.content)
         return None if isinstance(inner, syntax.Unparsable) else choice_letters(inner)
     items = node.items if isinstance(node, t.Answer) else (node,)
+    if isinstance(node, t.Product) and set(node.joins) == {" "}:
+        items = node.factors  # "B D": letters side by side
     found = []
     for item in items:
         item = unwrapped(item)

@@ -16,7 +16,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from reward_server.checker.decide import symbolic_equivalent
+from reward_server.checker.grade import equivalent, symbolic_equivalent
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.service.metrics import Metrics, process_exited
 from reward_server.service.middleware import BodySizeLimit, EchoRequestId, RequestMetrics
 from reward_server.service.pool import VerifierPool, die_with_parent
@@ -28,8 +29,6 @@ from reward_server.service.routes import (
     token_accepted,
     unexpected_error,
 )
-from reward_server.checker.grade import equivalent
-from reward_server.checker.pending import SymbolicCheck
 from reward_server.service.scoring import ItemErrors, Scorer
 from reward_server.service.settings import Settings
 from reward_server.service.verify import Verifier

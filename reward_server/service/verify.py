@@ -1,5 +1,5 @@
 """Answer equivalence as a service: the checker's decision in the server process
-(``checker.decide.precheck``: the cost guard, each answer read once, the exact comparisons),
+(``checker.grade.equivalent``: the cost guard, each answer read once, the exact comparisons),
 and what it leaves to math-verify in a killable process pool (``checker.symbolic``, worker
 processes); the verifier joins them with a cache and single-flight.
 """
@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 from reward_server.checker.compare import Verdict
-from reward_server.checker.decide import precheck
+from reward_server.checker.grade import Limits, equivalent
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import NOT_COMPUTED, Reason
 from reward_server.service.pool import CAUSE_CPU, PoolResult, VerifierPool
@@ -57,9 +57,9 @@ class Verifier:
         self._on_error = on_error or (lambda stage, error: None)
 
     def precheck(self, answer: str, reference: str) -> Verdict | SymbolicCheck:
-        """The verdict when no symbolic check is needed (``decide.precheck``), else the check
+        """The verdict when no symbolic check is needed (``grade.equivalent``), else the check
         the pool must decide."""
-        return precheck(answer, reference, max_chars=self._max_chars, max_nesting=self._max_nesting)
+        return equivalent(answer, reference, Limits(self._max_chars, self._max_nesting))
 
     async def check(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from reward_server.checker import tree as t
 from reward_server.checker.extract import answer_text
+from reward_server.checker.pending import SymbolicCheck
 from reward_server.checker.reading import Refused, Statement, read_text
 from reward_server.checker.syntax import Unparsable, parse
 from reward_server.checker.values import Value, item_value, unwrapped
@@ -26,3 +27,23 @@ def value(text: str) -> Value:
 def statement(text: str) -> Refused | Statement:
     """The statement of an answer that is no sentence."""
     return read_text(answer_text(text))
+
+
+def check(
+    answer: str,
+    reference: str,
+    steps: tuple[tuple[str, str], ...] = (),
+    congruence: tuple[tuple[str, ...], str] | None = None,
+) -> SymbolicCheck:
+    """A symbolic check built from the texts of its parts, as ``decide`` builds it from their
+    reading: values, steps of values, a congruence's side and modulus trees."""
+    typed = None
+    if congruence is not None:
+        sides, modulus = congruence
+        typed = (tuple(tree(side) for side in sides), tree(modulus))
+    return SymbolicCheck(
+        value(answer),
+        value(reference),
+        tuple((value(left), value(right)) for left, right in steps),
+        typed,
+    )

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
+from reward_server.checker import grade
 from reward_server.checker.compare import Verdict
 from reward_server.checker.extract import strip_end_tokens
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import response_format
-from reward_server.service import scoring
 from reward_server.service.metrics import Metrics
 from reward_server.service.scoring import ItemErrors, Scorer
 from reward_server.service.settings import Settings
@@ -136,22 +136,22 @@ def test_an_item_whose_reading_raises_scores_zero_alone(
     """Any exception while reading one item (here its label, and its answer) scores that item 0
     with a reason, counts it by stage and type, logs it once without a traceback, and leaves
     the rest of the batch scored."""
-    real_reference = scoring.extract_reference
+    real_reference = grade.extract_reference
 
     def reference(label: object) -> str | None:
         if label == "boom":
             raise RecursionError("maximum recursion depth exceeded")
         return real_reference(label)
 
-    real_unwrap = scoring.unwrap_math
+    real_unwrap = grade.unwrap_math
 
     def unwrap(text: str, **kw: object) -> str:
         if text == "explode":
             raise ValueError("a defect")
         return real_unwrap(text, **kw)
 
-    monkeypatch.setattr(scoring, "extract_reference", reference)
-    monkeypatch.setattr(scoring, "unwrap_math", unwrap)
+    monkeypatch.setattr(grade, "extract_reference", reference)
+    monkeypatch.setattr(grade, "unwrap_math", unwrap)
     metrics = Metrics()
     scorer = Scorer(Settings(verify_workers=1), Verifier(None), ItemErrors(metrics.on_item_error))
     queries = [R + "<answer>7</answer>"] * 3 + [R + "<answer>explode</answer>"] * 2

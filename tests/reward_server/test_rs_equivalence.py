@@ -7,11 +7,20 @@ from fractions import Fraction
 
 import pytest
 
+from readers import statement, value  # tests/reward_server/, on sys.path (conftest.py)
+
 from reward_server.checker.compare import same_value
 from reward_server.checker.decide import equivalent_inline
-from reward_server.checker.normalize import canonical
-from reward_server.checker.numbers import parse_number
-from reward_server.checker.values import value_of
+from reward_server.checker.reading import Statement
+from reward_server.checker.values import Number
+
+
+def _number(text: str) -> tuple[Fraction, bool] | None:
+    """(value, written as a percent) of an answer that states one number exactly, else None."""
+    read = statement(text)
+    if not isinstance(read, Statement) or not isinstance(read.value, Number):
+        return None
+    return read.value.value, read.value.percent
 
 # (answer, reference): must be judged equivalent.
 EQUAL = [
@@ -205,7 +214,7 @@ def test_look_alikes_are_not_equivalent(answer: str, reference: str) -> None:
     ],
 )
 def test_exact_number_parsing(text: str, value: Fraction, percent: bool) -> None:
-    assert parse_number(canonical(text)) == (value, percent)
+    assert _number(text) == (value, percent)
 
 
 @pytest.mark.parametrize(
@@ -216,14 +225,14 @@ def test_exact_number_parsing(text: str, value: Fraction, percent: bool) -> None
     ],
 )
 def test_not_a_plain_number(text: str) -> None:
-    assert parse_number(canonical(text)) is None
+    assert _number(text) is None
 
 
 def test_numbers_are_decided_without_sympy() -> None:
     # The fast path must decide the common cases itself (None would mean "ask the pool").
     for answer, reference in [("1,234", "1234"), ("0.33", "1/3"), ("(1, 2)", "(1,2)")]:
-        assert same_value(value_of(answer), value_of(reference)) is not None
-    assert same_value(value_of("\\sqrt{2}"), value_of("\\frac{2}{\\sqrt{2}}")) is None
+        assert same_value(value(answer), value(reference)) is not None
+    assert same_value(value("\\sqrt{2}"), value("\\frac{2}{\\sqrt{2}}")) is None
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The reward server's layers, read from its source: the checker never imports the service;
-reading never imports comparing; the service reads answer text only through ``reading`` and
-``decide``; the symbolic worker reads no structure from the texts it is sent."""
+reading never imports comparing; the service reads answers only through the checker's front
+door (``grade``); the symbolic worker reads no structure: it builds the trees it is sent."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 import reward_server
 
 PACKAGE = Path(reward_server.__file__).parent
-COMPARING = {"compare", "decide", "symbolic"}
-# Modules that parse an answer's text; the service goes through reading and decide instead.
-ANSWER_PARSERS = {"sentence", "notation", "normalize", "values", "relations", "units", "numbers"}
+COMPARING = {"compare", "decide", "symbolic", "grade"}
+# What the service may take from the checker: its front door, the types its results carry, where
+# a response starts in a query, the format profiles' tags, and the worker's warm-up.
+FRONT_DOOR = {"grade", "compare", "pending", "extract", "format", "symbolic"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -53,14 +54,19 @@ def test_reading_never_imports_comparing(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", _modules("service"), ids=lambda p: p.stem)
-def test_the_service_reads_answers_only_through_reading_and_decide(path: Path) -> None:
+def test_the_service_reads_answers_only_through_the_front_door(path: Path) -> None:
     imported = {m.split(".")[1] for m in _imports(path) if m.startswith("checker.")}
-    assert not imported & ANSWER_PARSERS
+    assert imported <= FRONT_DOOR, imported - FRONT_DOOR
 
 
 def test_the_symbolic_worker_reads_no_structure() -> None:
     """It is sent typed checks (``pending.SymbolicCheck``): it splits no equation, finds no
-    congruence and strips no unit; it only evaluates the sides it is given."""
-    imported = _imports(PACKAGE / "checker" / "symbolic.py")
-    checker_names = {m for m in imported if m.count(".") == 2 and m.startswith("checker.")}
-    assert checker_names == {"checker.pending.SymbolicCheck", "checker.relations.congruence_value"}
+    congruence and strips no unit; it builds sympy objects from the trees it is given."""
+    imported = {m for m in _imports(PACKAGE / "checker" / "symbolic.py") if m.startswith("checker")}
+    modules = {m.split(".")[1] for m in imported if "." in m}
+    assert not modules & {"reading", "sentence", "units", "policy", "extract", "guard", "decide"}
+    assert {m for m in imported if m.startswith("checker.relations.")} == {
+        "checker.relations.congruence_value"
+    }
+    built = {m.split(".")[1] for m in _imports(PACKAGE / "checker" / "build.py") if "." in m}
+    assert built <= {"numbers", "tree"}, built

@@ -6,7 +6,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
 from readers import statement, tree  # tests/reward_server/, on sys.path (conftest.py)
 
 from reward_server.checker import numbers

@@ -4,7 +4,6 @@ and around a box that make it no answer, each with its named reason."""
 from __future__ import annotations
 
 import pytest
-
 from readers import tree  # tests/reward_server/, on sys.path (conftest.py)
 
 from reward_server.checker import policy

@@ -238,9 +238,7 @@ def test_workers_are_recycled_after_max_tasks() -> None:
         await pool.start()
         try:
             for k in range(7):
-                assert (
-                    await pool.run(_symbolic(f"\\sqrt{{{(k + 2) ** 2}}}", str(k + 2)))
-                ).equal
+                assert (await pool.run(_symbolic(f"\\sqrt{{{(k + 2) ** 2}}}", str(k + 2)))).equal
         finally:
             await pool.close()
 
@@ -280,9 +278,7 @@ def test_an_idle_worker_killed_from_outside_is_replaced_at_once() -> None:
                     break
                 await asyncio.sleep(0.01)
             assert _worker_pids(pool) == (before - {victim}) | {fresh}
-            results = [
-                await pool.run(_symbolic(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 8)
-            ]
+            results = [await pool.run(_symbolic(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 8)]
             assert all(r.equal and r.reason == "equivalent" for r in results), results
         finally:
             await pool.close()
@@ -355,9 +351,7 @@ def test_a_forkserver_that_dies_while_starting_a_worker_is_started_again() -> No
                 await asyncio.sleep(0.05)
             assert _live_workers(pool) == 2
             assert all(not slot.done() for slot in pool._slots), "a dispatch slot ended"
-            results = [
-                await pool.run(_symbolic(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 8)
-            ]
+            results = [await pool.run(_symbolic(f"\\sqrt{{{k * k}}}", str(k))) for k in range(2, 8)]
             assert all(r.equal for r in results), results
         finally:
             await pool.close()

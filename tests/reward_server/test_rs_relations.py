@@ -18,6 +18,7 @@ def _tree_or_none(text: str) -> t.Node | None:
     read = parse(answer_text(text))
     return None if isinstance(read, Unparsable) else tree(text)
 
+
 # (text, separator, parts outside any bracket): the answer's items, or an equation's sides.
 SPLIT_TOP = [
     pytest.param("1, 2, 3", ",", ["1", "2", "3"], id="top_level:1, 2, 3"),

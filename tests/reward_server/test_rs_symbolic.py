@@ -1,15 +1,18 @@
-"""Symbolic equivalence (``reward_server.checker.symbolic``, math-verify in-process): the
-worker's verdicts on the typed checks the exact rules leave it (``pending.SymbolicCheck``), and
-what ``decide`` leaves it: leaves of the two readings, the steps of a calculation and a
-congruence's sides typed apart, no unit."""
+"""Symbolic equivalence (``reward_server.checker.symbolic``, in-process): the worker's verdicts on
+the typed checks the exact rules leave it (``pending.SymbolicCheck``: values and trees, sympy
+objects built from them), and what ``decide`` leaves it: the two readings' values, the steps of
+a calculation and a congruence's sides typed apart, no unit."""
 
 from __future__ import annotations
 
 import pytest
+from readers import check as Check  # tests/reward_server/, on sys.path (conftest.py)
+from readers import tree
 
 from reward_server.checker import symbolic
 from reward_server.checker.decide import precheck
-from reward_server.checker.pending import SymbolicCheck as Check
+from reward_server.checker.pending import SymbolicCheck
+from reward_server.checker.values import Expression
 from reward_server.protocol import Reason
 
 EQUAL = (True, Reason.EQUIVALENT)
@@ -45,29 +48,36 @@ SYMBOLIC_EQUIVALENT = [
         Check("5", "6", steps=(("\\sqrt{9+16}", "5"),)), DIFFERENT, id="true_step_other_value"
     ),
     pytest.param(
-        Check("", "4", congruence=(("2^{x}", "4"), "5")),
+        Check("4", "4", congruence=(("2^{x}", "4"), "5")),
         FALSE_EQUATION,
         id="congruence_side_no_integer:2^x = 4 mod 5",
     ),
     pytest.param(
-        Check("", "4", congruence=(("\\frac{2^{10}}{2}", "2"), "5")),
+        Check("2", "4", congruence=(("\\frac{2^{10}}{2}", "2"), "5")),
         (False, Reason.NOT_EQUIVALENT),
         id="congruence_answers_residue:2^10/2 = 2 mod 5|4",
     ),
     pytest.param(
-        Check("", "2", congruence=(("\\frac{2^{10}}{2}", "2"), "5")),
+        Check("2", "2", congruence=(("\\frac{2^{10}}{2}", "2"), "5")),
         EQUAL,
         id="congruence_evaluated_sides:2^10/2 = 2 mod 5",
     ),
     pytest.param(
-        Check("", "1", congruence=(("\\sqrt{2}", "1"), "5")),
+        Check("1", "1", congruence=(("\\sqrt{2}", "1"), "5")),
         FALSE_EQUATION,
         id="congruence_not_integer:sqrt2 = 1 mod 5",
     ),
-    pytest.param(Check("", "12"), (False, Reason.UNPARSABLE_ANSWER), id="unparsable_answer:empty"),
     pytest.param(
-        Check("12", ""), (False, Reason.UNPARSABLE_REFERENCE), id="unparsable_reference:empty"
+        Check("(x+1)_2", "12"), (False, Reason.UNPARSABLE_ANSWER), id="no_value:subscripted sum"
     ),
+    pytest.param(
+        Check("12", "(x+1)_2"), (False, Reason.UNPARSABLE_REFERENCE), id="no_value:reference"
+    ),
+    pytest.param(Check("\\sqrt[3]{-8}", "-2"), EQUAL, id="real_cube_root:cbrt(-8)|-2"),
+    pytest.param(Check("\\log x = 2", "\\ln x = 2"), DIFFERENT, id="common_vs_natural_log"),
+    pytest.param(Check("\\sin(\\arcsin x)", "x"), EQUAL, id="inverse_undone"),
+    pytest.param(Check("5!!!!", "5"), EQUAL, id="multifactorial:5!!!!|5"),
+    pytest.param(Check("9!!!!", "45"), EQUAL, id="multifactorial:9!!!!|9*5*1"),
 ]
 
 
@@ -87,7 +97,7 @@ LEFT_TO_THE_WORKER = [
     pytest.param(
         "\\sqrt{2} \\equiv 1 \\pmod 5",
         "1",
-        Check("\\sqrt{2}\\equiv1\\pmod5", "1", congruence=(("\\sqrt{2}", "1"), "5")),
+        Check("1", "1", congruence=(("\\sqrt{2}", "1"), "5")),
         id="congruence_sides_typed:sqrt2 = 1 mod 5",
     ),
     pytest.param(
@@ -99,7 +109,12 @@ LEFT_TO_THE_WORKER = [
     pytest.param(
         "x = \\sqrt{8}", "2\\sqrt{2}", Check("\\sqrt{8}", "2\\sqrt{2}"), id="label_gone:x=sqrt8"
     ),
-    pytest.param("y = x", "x = y", Check("y=x", "x=y"), id="whole_relations:y=x|x=y"),
+    pytest.param(
+        "y = x",
+        "x = y",
+        SymbolicCheck(Expression(tree("y=x")), Expression(tree("x=y"))),
+        id="whole_relations:y=x|x=y",
+    ),
 ]
 
 

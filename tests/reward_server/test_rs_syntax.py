@@ -42,9 +42,7 @@ TREES = [
     pytest.param("\\binom{5}{2}", t.Binom(t.Num("5"), two), id="latex_binomial"),
     pytest.param("sin(x)", t.Func("sin", x), id="plain_function"),
     pytest.param("\\sin x", t.Func("sin", x), id="latex_function_bare_argument"),
-    pytest.param(
-        "\\sin^2 x", t.Func("sin", x, power=two), id="function_power_before_argument"
-    ),
+    pytest.param("\\sin^2 x", t.Func("sin", x, power=two), id="function_power_before_argument"),
     pytest.param(
         "\\sin 2x",
         t.Func("sin", t.Product((two, x), ("",))),
@@ -87,7 +85,11 @@ TREES = [
     pytest.param("1 \\le x < 2", t.Relation((one, x, two), ("<=", "<")), id="chain"),
     pytest.param("x \\ne 5", t.Relation((x, t.Num("5")), ("!=",)), id="not_equal"),
     pytest.param("x != 5", t.Relation((x, t.Num("5")), ("!=",)), id="plain_not_equal"),
-    pytest.param("5! = 120", t.Relation((t.Postfix(t.Num("5"), ("!",)), t.Num("120")), ("=",)), id="factorial_then_equals"),
+    pytest.param(
+        "5! = 120",
+        t.Relation((t.Postfix(t.Num("5"), ("!",)), t.Num("120")), ("=",)),
+        id="factorial_then_equals",
+    ),
     pytest.param("[1, 2)", t.Bracket("[", ")", (one, two)), id="half_open_interval"),
     pytest.param("\\langle 2, 1\\rangle", t.Bracket("<", ">", (two, one)), id="angle_vector"),
     pytest.param("\\{1, 2\\}", t.SetOf((one, two)), id="set"),

@@ -4,7 +4,6 @@ percent words, the text unit the symbolic parser drops, and when two units diffe
 from __future__ import annotations
 
 import pytest
-
 from readers import tree  # tests/reward_server/, on sys.path (conftest.py)
 
 from reward_server.checker import units

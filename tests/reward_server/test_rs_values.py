@@ -1,13 +1,17 @@
-"""Typed values (``reward_server.checker.values``): the type and fields ``read_value`` gives each
-shape of canonical answer, and the helpers it reads with (``parse_structure``, ``text_form``,
-``choice_letters``)."""
+"""Typed values (``reward_server.checker.values``): the type and fields each shape of answer is
+read into (its tree aside), and the readers it is made of (``words_of``, ``choice_letters``)."""
 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import pytest
+from readers import statement, tree  # tests/reward_server/, on sys.path (conftest.py)
 
+from reward_server.checker.extract import answer_text
+from reward_server.checker.reading import Statement
+from reward_server.checker.syntax import Unparsable, parse
 from reward_server.checker.values import (
     Choice,
     Expression,
@@ -17,10 +21,30 @@ from reward_server.checker.values import (
     Value,
     Words,
     choice_letters,
-    parse_structure,
-    read_value,
-    text_form,
+    value_of,
+    words_of,
 )
+
+
+def _shape(value: Value) -> Any:
+    """What a value says, its tree aside (an expression's tree; a row spells it as text)."""
+    if isinstance(value, Number):
+        return ("number", value.value, value.percent)
+    if isinstance(value, Numeral):
+        return ("numeral", value.digits, value.base)
+    if isinstance(value, Choice):
+        return ("choice", value.letters)
+    if isinstance(value, Group):
+        return ("group", value.kind, tuple(_shape(item) for item in value.items), value.names)
+    if isinstance(value, Words):
+        return ("words", value.words)
+    written = value.tree
+    return ("expression", tree(written) if isinstance(written, str) else written)
+
+
+def _tree_or_none(text: str) -> Any:
+    read = parse(answer_text(text))
+    return None if isinstance(read, Unparsable) else tree(text)
 
 BD = frozenset("BD")
 
@@ -32,7 +56,7 @@ def _n(k: int) -> Number:
 
 ONE_TWO = (_n(1), _n(2))
 
-# (canonical answer, its typed value).
+# (answer, its typed value).
 READ_VALUE = [
     # numbers: exact, with whether they were written as a percent
     pytest.param("18", Number("18", Fraction(18), False), id="number:18"),
@@ -90,7 +114,7 @@ READ_VALUE = [
     pytest.param("(a)3, (b)5", Group("(a)3, (b)5", "parts", (_n(3), _n(5))), id="group_parts"),
     pytest.param(
         "(a)3, (c)5",
-        Group("(a)3, (c)5", "list", (Expression("(a)3"), Expression("(c)5"))),
+        Group("(a)3, (c)5", "labelled", (_n(3), _n(5)), ("a", "c")),
         id="parts_only_labelled_in_order:(a)3, (c)5",
     ),
     pytest.param(
@@ -98,7 +122,7 @@ READ_VALUE = [
     ),
     pytest.param(
         "3, (a)4, (b)5",
-        Group("3, (a)4, (b)5", "list", (_n(3), Expression("(a)4"), Expression("(b)5"))),
+        Group("3, (a)4, (b)5", "labelled", (_n(3), _n(4), _n(5)), ("", "a", "b")),
         id="parts_only_from_the_start:3, (a)4, (b)5",
     ),
     # a one-item bracket or set is its item; a one-item closed bracket stays a group
@@ -121,8 +145,9 @@ READ_VALUE = [
     # anything else is an expression
     pytest.param("x^2+1", Expression("x^2+1"), id="expression:x^2+1"),
     pytest.param("\\sqrt{2}", Expression("\\sqrt{2}"), id="expression:\\sqrt{2}"),
-    pytest.param("\\emptyset", Expression("\\emptyset"), id="expression:\\emptyset"),
-    pytest.param("1011_2", Numeral("1011_2", "1011", 2), id="numeral:1011_2"),
+    pytest.param("\\emptyset", Group("\\emptyset", "set", ()), id="empty_set:\\emptyset"),
+    pytest.param("1011_2", Numeral("1011_2", "1011", 2, 11), id="numeral:1011_2"),
+    pytest.param("4_2", Numeral("4_2", "4", 2, None), id="numeral_invalid_digit:4_2"),
     # a bracketed tuple of letters is a tuple, never choice letters ("(b, a)" is ordered)
     pytest.param(
         "(b, a)",
@@ -133,17 +158,19 @@ READ_VALUE = [
 
 
 @pytest.mark.parametrize(("text", "expected"), READ_VALUE)
-def test_read_value(text: str, expected: Value) -> None:
-    assert read_value(text) == expected
+def test_value_of_an_answer(text: str, expected: Value) -> None:
+    read = statement(text)
+    assert isinstance(read, Statement)
+    assert _shape(read.value) == _shape(expected)
 
 
-# (text, (kind, items) or None).
+# (text, (kind of group, its items) or None when it is no group).
 PARSE_STRUCTURE = [
     pytest.param("(1, 2)", ("()", ["1", "2"]), id="bracket_pair:(1, 2)"),
     pytest.param("[1, 2)", ("[)", ["1", "2"]), id="bracket_pair:[1, 2)"),
     pytest.param("(1, 2]", ("(]", ["1", "2"]), id="bracket_pair:(1, 2]"),
     pytest.param("[0, \\infty)", ("[)", ["0", "\\infty"]), id="bracket_pair:[0, \\infty)"),
-    pytest.param("(5)", ("()", ["5"]), id="bracket_one_item:(5)"),
+    pytest.param("(5)", None, id="bracket_one_item_is_the_item:(5)"),
     pytest.param("[1, (2, 3)]", ("[]", ["1", "(2, 3)"]), id="nested_item_kept:[1, (2, 3)]"),
     pytest.param("\\{1, 2\\}", ("set", ["1", "2"]), id="set:\\{1, 2\\}"),
     pytest.param("1, 2", ("list", ["1", "2"]), id="bare_list:1, 2"),
@@ -159,8 +186,14 @@ PARSE_STRUCTURE = [
 
 
 @pytest.mark.parametrize(("text", "expected"), PARSE_STRUCTURE)
-def test_parse_structure(text: str, expected: tuple[str, list[str]] | None) -> None:
-    assert parse_structure(text) == expected
+def test_groups(text: str, expected: tuple[str, list[str]] | None) -> None:
+    value = value_of(tree(text))
+    if expected is None:
+        assert not isinstance(value, Group)
+        return
+    kind, items = expected
+    assert isinstance(value, Group) and value.kind == kind
+    assert [item.tree for item in value.items] == [tree(item) for item in items]
 
 
 # (text, its lower-cased words or None).
@@ -180,14 +213,15 @@ TEXT_FORM = [
     pytest.param("x^2", None, id="math:x^2"),
     pytest.param("a_1", None, id="math:a_1"),
     pytest.param("\\pi", None, id="command:\\pi"),
-    pytest.param("(ab)", None, id="bracketed_word:(ab)"),
+    pytest.param("(ab)", "ab", id="bracketed_word_is_the_word:(ab)"),
     pytest.param("", None, id="empty"),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), TEXT_FORM)
-def test_text_form(text: str, expected: str | None) -> None:
-    assert text_form(text) == expected
+def test_words(text: str, expected: str | None) -> None:
+    read = _tree_or_none(text)
+    assert (None if read is None else words_of(read)) == expected
 
 
 # (text, its multiple-choice letters or None).
@@ -215,4 +249,5 @@ CHOICE_LETTERS = [
 
 @pytest.mark.parametrize(("text", "expected"), CHOICE_LETTERS)
 def test_choice_letters(text: str, expected: frozenset[str] | None) -> None:
-    assert choice_letters(text) == expected
+    read = _tree_or_none(text)
+    assert (None if read is None else choice_letters(read)) == expected
