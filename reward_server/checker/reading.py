@@ -318,6 +318,9 @@ def _union_of_sets(node: t.Answer) -> t.Node | None:
     sets = [relations.as_set(unwrapped(item)) for item in node.items]
     if any(s is None for s in sets):
         return None
+    names = {part for item in node.items for part in t.walk(item) if isinstance(part, t.Name)}
+    if len(names) != 1:
+        return None  # "x < 1 or y > 2" relates two unknowns: no set of one variable
     return t.SetOp(tuple(sets), ("cup",) * (len(sets) - 1))  # type: ignore[arg-type]
 
 

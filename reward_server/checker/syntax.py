@@ -262,7 +262,7 @@ class _Build(Transformer_NonRecursive):
             node = self._node(factor)
             if join is None:  # juxtaposed: glued, or with spacing between
                 gap = self.text[factors[-1].span[1] : node.span[0]]
-                if isinstance(node, t.Num) and isinstance(factors[-1], t.Num) and _invisible(gap):
+                if isinstance(node, t.Num) and isinstance(factors[-1], t.Num) and _joins(gap):
                     # digits an invisible mark splits are one number ("1\u200e2")
                     span = (factors[-1].span[0], node.span[1])
                     factors[-1] = t.Num(factors[-1].text + node.text, span=span)
@@ -432,6 +432,13 @@ class _Build(Transformer_NonRecursive):
         return tuple(self._nodes(children))
 
     @v_args(meta=True)
+    def aligned_row(self, meta: Any, children: list[Any]) -> tuple[t.Node, ...]:
+        """``x &= 1``: a relation aligned at its sign, one cell."""
+        left, _, op, right = children
+        sides = (self._node(left), self._node(right))
+        return (t.Relation(sides, (_relation(str(op)),), span=_span(meta)),)
+
+    @v_args(meta=True)
     def decorated(self, meta: Any, children: list[Any]) -> t.Decorated:
         command = str(children[0]).lstrip("\\")
         return t.Decorated(command, self._nodes(children[1:])[0], span=_span(meta))
@@ -496,13 +503,14 @@ def _set_op(token: str) -> str:
     return {"\u222a": "cup", "\u2229": "cap"}.get(token, token.lstrip("\\"))
 
 
-_INVISIBLE = re.compile(
-    "[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u061c\u202a-\u202e\u2066-\u2069\ufe0e\ufe0f\x00]+"
+_JOINING = re.compile(
+    r"(?:\\!|[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u061c\u202a-\u202e\u2066-\u2069\ufe0e\ufe0f\x00])+"
 )
 
 
-def _invisible(gap: str) -> bool:
-    return _INVISIBLE.fullmatch(gap) is not None
+def _joins(gap: str) -> bool:
+    """A gap that joins the digits around it: invisible marks, TeX's negative thin space."""
+    return _JOINING.fullmatch(gap) is not None
 
 
 def _argument(node: t.Node) -> t.Node:

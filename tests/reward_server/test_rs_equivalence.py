@@ -6,7 +6,6 @@ import time
 from fractions import Fraction
 
 import pytest
-
 from readers import statement, value  # tests/reward_server/, on sys.path (conftest.py)
 
 from reward_server.checker.compare import same_value
@@ -21,6 +20,7 @@ def _number(text: str) -> tuple[Fraction, bool] | None:
     if not isinstance(read, Statement) or not isinstance(read.value, Number):
         return None
     return read.value.value, read.value.percent
+
 
 # (answer, reference): must be judged equivalent.
 EQUAL = [

@@ -46,6 +46,7 @@ def _tree_or_none(text: str) -> Any:
     read = parse(answer_text(text))
     return None if isinstance(read, Unparsable) else tree(text)
 
+
 BD = frozenset("BD")
 
 
