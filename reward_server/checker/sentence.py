@@ -95,6 +95,8 @@ _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*")
 _TEXT_COMMAND = re.compile(TEXT_COMMAND + r"\s*\{([^{}]*)\}")
 _MARKDOWN = re.compile(r"\*\*|__|(?<![\w*\\])\*(?=\S)|(?<=\S)\*(?![\w*])|^#+\s*|`")
 # "3-5 hours": a range of two numbers is a hedge, never a subtraction.
+# "…, which is": a remark on the value before it when that is no sentence of its own.
+_WHICH_IS = re.compile(r",?\s*\bwhich\s+(?:is|equals|means|makes|gives)\s+", re.IGNORECASE)
 # A remark in a text command at the end: "13 \\text{ (which equals 12)}".
 _TRAILING_TEXT = re.compile(TEXT_COMMAND + r"\s*\{([^{}]*)\}$")
 _RANGE = re.compile(r"^\$?\d+(?:\.\d+)?(?:-|\u2013|\u2014)\$?\d+(?:\.\d+)?%?$")
@@ -223,13 +225,13 @@ def _classify(chunk: str) -> list[_Token]:
         if chunk[-1] in ".,;:!?" and not stop:
             stop = chunk[-1]
         chunk = chunk[:-1]
-    if chunk.lower() in ("i.e", "e.g"):  # "i.e." and "e.g." are words, not math
-        return [_Token("word", chunk.replace(".", ""), stop)]
     # A bracket that opens before the chunk or closes after it: "(that is, 0.5)".
     while chunk.endswith(")") and chunk.count(")") > chunk.count("("):
         chunk = chunk[:-1]
     while chunk.startswith("(") and chunk.count("(") > chunk.count(")"):
         chunk = chunk[1:]
+    if chunk.lower().rstrip(".") in ("i.e", "e.g"):  # "i.e." and "e.g." are words, not math
+        return [_Token("word", chunk.replace(".", ""), stop)]
     bare = chunk.strip("\"“‘'")
     if _WORD.fullmatch(bare) and (len(bare) > 1 or bare in ("a", "A", "I")):
         kind = "num" if number_word_value(bare) is not None else "word"
@@ -322,7 +324,9 @@ def _word(tokens: list[_Token], i: int) -> str | None:
 # ------------------------------------------------------------------ reading
 
 
-_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\\A-Za-z])[aAI](?![A-Za-z])")
+_PROSE_WORD = re.compile(
+    r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\\A-Za-z])[aAI](?![A-Za-z])|(?<![A-Za-z])(?:i\.e|e\.g)\."
+)
 _ENVIRONMENT = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.DOTALL)
 _CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
 
@@ -380,6 +384,15 @@ def _remarked_value(text: str, same_value: SameValue) -> Reading | None:
     Linear (string searches, no pattern)."""
     body = text.strip().rstrip(".!").rstrip()
     wrapped = _TRAILING_TEXT.search(body)
+    which = _WHICH_IS.search(body) if "(" not in body else None
+    if which is not None and not is_sentence(body[: which.start()]):
+        # "13, which is 12": a value and a remark on it, not working and its conclusion
+        value, remark = body[: which.start()].strip(), body[which.end() :].strip()
+        if not value or not states_value(remark):
+            return None
+        if not _restatements([value, remark], same_value):
+            return _refused(Reason.SEVERAL_CANDIDATES)
+        return Reading((value,))
     if wrapped is not None and wrapped.group(1).strip().startswith("("):
         # "13 \\text{ (which equals 12)}": the remark in a text command
         value, remark = body[: wrapped.start()].strip(), wrapped.group(1).strip()

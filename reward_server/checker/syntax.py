@@ -513,6 +513,10 @@ def _joins(gap: str) -> bool:
     return _JOINING.fullmatch(gap) is not None
 
 
+# A comma between digit groups that is no explicit thousands separator (",\\!", "{,}").
+_PLAIN_THOUSANDS = re.compile(r"\d,\d")
+
+
 def _argument(node: t.Node) -> t.Node:
     """A function's argument: ``\\sin(x)`` and ``\\sin x`` apply the function to x alike."""
     if (
@@ -533,16 +537,24 @@ def _written(index: t.Node) -> str | None:
     return None
 
 
-class _Bars:
-    """Each bar of ``|x|`` as opening or closing, left to right: a bar closes when one is open
-    and what stands before it ends an operand (``|x - 1|``, ``2|x|``, ``|x||y|``)."""
+class _Tokens:
+    """What the lexer cannot tell from one token, told from the tokens before it (Lark's
+    post-lexer): each bar of ``|x|`` as opening or closing (a bar closes when one is open and
+    what stands before it ends an operand: ``|x - 1|``, ``2|x|``, ``|x||y|``), and a plain comma
+    between digit groups inside brackets as a separator (``(1,200)`` is a pair, ``\\{1,200\\}``
+    a set of two; at the top level "1,200" is one number, and ``,\\!`` and ``{,}`` always
+    are)."""
 
     always_accept = ("BAR",)
 
     def process(self, stream: Any) -> Any:
-        open_bars = 0
+        open_bars = depth = 0
         previous: Token | None = None
         for token in stream:
+            if token.type in _OPENINGS:
+                depth += 1
+            elif token.type in _CLOSINGS:
+                depth = max(depth - 1, 0)
             if token.type == "BAR":
                 written = str(token)
                 ends_operand = previous is not None and previous.type not in _OPERATORS
@@ -551,8 +563,39 @@ class _Bars:
                 )
                 open_bars += -1 if closes else 1
                 token = Token.new_borrow_pos("RBAR" if closes else "LBAR", written, token)
+            if token.type == "NUMBER" and depth and _PLAIN_THOUSANDS.search(token):
+                yield from _separated(token)
+                previous = token
+                continue
             previous = token
             yield token
+
+
+def _separated(token: Token) -> Any:
+    """``1,200`` between brackets: the numbers 1 and 200 and the comma between them."""
+    start = token.start_pos or 0
+    for i, part in enumerate(str(token).split(",")):
+        if i:
+            yield _token("COMMA", ",", start - 1, token)
+        yield _token("NUMBER", part, start, token)
+        start += len(part) + 1
+
+
+def _token(kind: str, value: str, start: int, near: Token) -> Token:
+    return Token(
+        kind,
+        value,
+        start,
+        near.line,
+        near.column,
+        near.end_line,
+        near.end_column,
+        start + len(value),
+    )
+
+
+_OPENINGS = frozenset({"LPAR", "LSQB", "LSET", "LANGLE", "MOD_OPEN"})
+_CLOSINGS = frozenset({"RPAR", "RSQB", "RSET", "RANGLE"})
 
 
 # Tokens after which a bar opens: operators, relations, openings, separators.
@@ -598,7 +641,7 @@ def _parser() -> Lark:
         propagate_positions=True,
         maybe_placeholders=False,
         cache=True,  # the parse table, built once per machine (about 1 s), then loaded (20 ms)
-        postlex=_Bars(),
+        postlex=_Tokens(),
     )
 
 
