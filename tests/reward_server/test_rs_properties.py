@@ -282,7 +282,7 @@ def with_units(draw: st.DrawFn) -> Case:
         )
     )
     reference = f"{n}\\text{{ {unit}}}" if unit.isalpha() else f"{n}{unit}"
-    spellings = tuple(f"{n} {s}" if s[0].isalpha() else f"{n}{s}" for s in spelled) + (f"{n}",)
+    spellings = (*(f"{n} {s}" if s[0].isalpha() else f"{n}{s}" for s in spelled), f"{n}")
     other = "\\text{ km}" if unit != "km" else "\\text{ m}"
     changed = (f"{n + 1} {spelled[0]}", f"{n}{other}")
     return Case(reference, spellings, changed)
