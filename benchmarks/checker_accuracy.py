@@ -44,24 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from rs_corpora import load_corpus
-
-REASONING = "I worked it out step by step."
-
-
-@dataclass(frozen=True)
-class Case:
-    """One item of any corpus: what is checked, against what, and whether it should pass."""
-
-    answer: str  # an answer, an answer block or a whole response
-    reference: str  # a bare reference or a dataset label
-    expected: bool  # True: should be judged correct (rewarded)
-    corpus: str
-    note: str
-    prompt: str = ""  # before the response in the query (a prefilled <think>)
-    response_format: str = "paper"
-    # What counts as rewarded on this server: the accuracy (None), or a corpus's own rule.
-    rewarded: Callable[[float, float], bool] | None = None
+from rs_corpora import Case, corpora, score_cases
 
 
 @dataclass
@@ -87,65 +70,6 @@ def _quantile(xs: list[float], q: float) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[int(q * 100) - 1] if xs else 0.0
 
 
-def corpora() -> dict[str, list[Case]]:
-    from reward_server.checker.extract import extract_reference
-
-    pairs = [
-        Case(p.answer, p.reference, p.equal, "labelled pairs", f"[{p.kind}] {p.why}")
-        for p in load_corpus("checker_corpus").PAIRS
-    ]
-    realistic_module = load_corpus("realistic_corpus")
-    realistic = [
-        Case(b.block, b.label, b.correct, "realistic blocks", f"[{b.style}] {b.why}")
-        for b in realistic_module.CORRECT + realistic_module.WRONG
-    ]
-    exploit_module = load_corpus("exploit_corpus")
-    exploits = [
-        Case(c.response, c.label, not c.exploit, "exploits", f"[{c.kind}] {c.why}",
-             rewarded=c.rewarded)
-        for c in exploit_module.COMPLETIONS
-    ]  # fmt: skip
-    formats = load_corpus("format_corpus")
-    by_format = {
-        f"{name} responses": [
-            Case(
-                r.text,
-                r.label,
-                r.correct,
-                f"{name} responses",
-                f"[{r.style}] {r.why}",
-                PROMPT + ("<think>\n" if r.prefilled else ""),
-                name,
-            )
-            for r in rows
-        ]
-        for name, rows in (("think", formats.THINK), ("boxed", formats.BOXED))
-    }
-    moved = [
-        Case(exploit_module.in_format(c, layout), c.label, not c.exploit, "exploits, formats",
-             f"[{layout} {c.kind}] {c.why}", "", layout.split("_")[0], _full_reward)
-        for layout in ("think_block", "think_box", "boxed")
-        for c in exploit_module.COMPLETIONS
-        if c.kind not in exploit_module.BLOCK_KINDS
-    ]  # fmt: skip
-    for case in realistic + exploits + moved:  # every label yields a reference
-        assert extract_reference(case.reference) is not None, case
-    return {
-        "labelled pairs": pairs,
-        "realistic blocks": realistic,
-        "exploits": exploits,
-        **by_format,
-        "exploits, formats": moved,
-    }
-
-
-PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
-
-
-def _full_reward(format_score: float, accuracy_score: float) -> bool:
-    return format_score == 10 and accuracy_score == 10
-
-
 # ---------------------------------------------------------------- this server
 
 
@@ -158,40 +82,11 @@ def server_pairs(cases: list[Case]) -> Result:
 async def server_completions(cases: list[Case], workers: int, timeout_s: float) -> Result:
     """Whole completions through the service's scorer with a real pool, each in its format;
     ``Case.expected`` is compared with whether the completion is rewarded."""
-    from reward_server.checker.decide import symbolic_equivalent
-    from reward_server.protocol import formatted, response_format
-    from reward_server.service.pool import VerifierPool
-    from reward_server.service.scoring import Scorer
-    from reward_server.service.settings import Settings
-    from reward_server.service.verify import Verifier
-
-    settings = Settings(verify_workers=workers, verify_timeout_s=timeout_s)
-    pool = VerifierPool(symbolic_equivalent, size=workers, timeout_s=timeout_s)
-    await pool.start()
-    items: dict[int, object] = {}
-    try:
-        scorer = Scorer(settings, Verifier(pool))
-        start = time.perf_counter()
-        for name in dict.fromkeys(c.response_format for c in cases):
-            group = [i for i, c in enumerate(cases) if c.response_format == name]
-            blocks = {i: cases[i].corpus == "realistic blocks" for i in group}
-            queries = [
-                formatted(REASONING, cases[i].answer)
-                if blocks[i]
-                else cases[i].prompt + cases[i].answer
-                for i in group
-            ]
-            prompts = [cases[i].prompt or None for i in group]
-            fmt = response_format(name)
-            labels = [cases[i].reference for i in group]
-            scored = await scorer.score_batch(queries, prompts, labels, fmt)
-            items.update(zip(group, scored, strict=True))
-        elapsed = time.perf_counter() - start
-    finally:
-        await pool.close()
+    start = time.perf_counter()
+    items = await score_cases(cases, workers, timeout_s)
+    elapsed = time.perf_counter() - start
     result = Result(times=[elapsed / len(cases)] * len(cases))
-    for i, case in enumerate(cases):
-        item = items[i]
+    for case, item in zip(cases, items, strict=True):
         judge = case.rewarded or (lambda _fmt, accuracy: accuracy == 10)
         rewarded = judge(item.format_score, item.accuracy_score)
         result.verdicts.append(rewarded)
