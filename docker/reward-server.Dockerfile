@@ -1,4 +1,4 @@
-# The GTPO reward service (POST /get_reward for OpenRLHF): FastAPI + uvicorn + math-verify.
+# The GTPO reward service (POST /get_reward for OpenRLHF): FastAPI + uvicorn, Lark and sympy.
 # No torch, no compilers, non-root. Build from the repository root:
 #
 #   docker build -f docker/reward-server.Dockerfile -t gtpo-reward-server .
@@ -36,7 +36,7 @@ COPY plugin/ plugin/
 COPY reward_server/ reward_server/
 RUN export PIP_FIND_LINKS="/wheelhouse ${PIP_FIND_LINKS:-}" \
  && /opt/venv/bin/pip install --no-deps . \
- && /opt/venv/bin/python -c "import reward_server.service.app, uvloop, httptools, math_verify" \
+ && /opt/venv/bin/python -c "import reward_server.service.app, uvloop, httptools, lark, sympy" \
  && ! /opt/venv/bin/python -c "import torch" 2>/dev/null
 
 FROM ${BASE_IMAGE}

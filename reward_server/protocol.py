@@ -2,7 +2,7 @@
 declared once, as a profile) and the verdict reasons.
 
 Standard library only: the training side (``gtpo``) imports this module without the server's
-dependencies (FastAPI, pydantic, math-verify) installed.
+dependencies (FastAPI, pydantic, Lark, sympy) installed.
 """
 
 from __future__ import annotations

@@ -79,9 +79,8 @@ class _Unreadable(Exception):
 
 
 def _plain_exprs(gold: Basic, pred: Basic) -> bool:
-    """Two scalar expressions, not both bare symbols: the case where math-verify's comparison is
-    plain mathematical equality (no relation, set, matrix, percentage or text handling). Two
-    bare symbols are names or letters (``A`` against ``a``: math-verify's rules); one against an
+    """Two scalar expressions, not both bare symbols: plain mathematical equality decides them.
+    Two bare symbols are two names (``A`` against ``a``), different unless equal; one against an
     expression (``x`` against ``\\frac{x(y^2+1)}{y^2+1}``) is an expression like any other."""
     exprs = all(isinstance(e, Expr) for e in (gold, pred))
     return exprs and not (isinstance(gold, Symbol) and isinstance(pred, Symbol))
@@ -109,7 +108,7 @@ def _nonzero(difference: Expr) -> bool:
 
 
 def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
-    """Decide two plain expressions cheaply, else None (then math-verify runs in full).
+    """Decide two plain expressions cheaply, else None (then ``simplify`` decides).
 
     * ``expand(gold - pred) == 0`` is an exact identity: equal (``(x+1)^2`` vs ``x^2+2x+1``).
     * Two expressions equal as functions agree at every point where both are defined, so a
@@ -120,8 +119,8 @@ def _quick_verdict(gold: Basic, pred: Basic) -> bool | None:
       ``simplify`` — the slowest step — for most wrong answers.
     * Expressions with trigonometric functions that agree at the points are compared by
       ``simplify`` after rewriting them in cosines and in exponentials (``\\cot^2 x`` and
-      ``\\csc^2 x - 1``, ``\\tan x + \\cot x`` and ``2\\csc 2x``): identities that
-      math-verify's own ``simplify`` misses.
+      ``\\csc^2 x - 1``, ``\\tan x + \\cot x`` and ``2\\csc 2x``): identities that a plain
+      ``simplify`` misses.
     """
     if not _plain_exprs(gold, pred):
         return None
@@ -187,8 +186,8 @@ def _relation_verdict(gold: Basic, pred: Basic) -> bool | None:
     ``\\frac{y+5}{2} = x``. Each is written ``d = 0`` or ``d < 0``; the two are the same
     relation when one ``d`` is a constant multiple of the other (positive for an inequality).
     True only then; False when the relations are of different kinds or one is the other
-    reversed; None when the rule does not decide (the multiple is not a constant: math-verify's
-    rules apply)."""
+    reversed; None when the rule does not decide (the multiple is not a constant): two such
+    relations are not shown to be one, and are not equivalent."""
     if not (isinstance(gold, Relational) and isinstance(pred, Relational)):
         return None
     g, p = _zero_form(gold), _zero_form(pred)

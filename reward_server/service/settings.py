@@ -16,7 +16,7 @@ from reward_server.service.pool import WALL_NET_FACTOR
 
 
 def _default_verify_workers() -> int:
-    # One verification process per core: math-verify is CPU bound and single threaded.
+    # One verification process per core: the symbolic check is CPU bound and single threaded.
     return max(1, os.cpu_count() or 1)
 
 

@@ -1,6 +1,6 @@
 """Answer equivalence as a service: the checker's decision in the server process
 (``checker.grade.equivalent``: the cost guard, each answer read once, the exact comparisons),
-and what it leaves to math-verify in a killable process pool (``checker.symbolic``, worker
+and what it leaves to sympy in a killable process pool (``checker.symbolic``, worker
 processes); the verifier joins them with a cache and single-flight.
 """
 
