@@ -52,12 +52,24 @@ def complexity_violation(text: str, max_chars: int, max_nesting: int) -> str | N
 def bomb(node: t.Node) -> str | None:
     """Why the tree would hold a worker for its whole timeout (``huge_exponent``,
     ``huge_factorial``, ``huge_sum_bound``, ``huge_binomial``, ``huge_number``), or None."""
+    if not any(_grows(part) for part in t.walk(node)):
+        return None  # sums and products of literals under the length cap stay small
     try:
         if magnitude(node) > MAX_NUMBER_LOG10:
             return "huge_number"
     except _Bomb as found:
         return found.reason
     return None
+
+
+def _grows(node: t.Node) -> bool:
+    """A construct whose value can outgrow the digits written: a power, a factorial, a
+    binomial, a sum or product over a range, an exponential."""
+    if isinstance(node, t.Postfix):
+        return "!" in node.marks
+    if isinstance(node, t.Func):
+        return node.name == "exp"
+    return isinstance(node, t.Power | t.Binom | t.BigOp)
 
 
 def magnitude(node: t.Node, depth: int = 0) -> float:

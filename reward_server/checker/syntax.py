@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, v_args
+from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedInput
-from lark.visitors import Transformer_NonRecursive
+from lark.visitors import Transformer
 
 from reward_server.checker import tree as t
 
 _GRAMMAR = Path(__file__).with_name("answer.lark")
+# The text each thread is parsing (the reading threads of the service parse concurrently).
+_reading = threading.local()
 # Trees deeper than this are not read (``- - - … x``): every rule over a tree, and its hash,
 # may then recurse without reaching the interpreter's limit.
 MAX_DEPTH = 120
@@ -93,8 +96,23 @@ def _relation(token: str) -> str:
     return _RELATION_COMMANDS[name]
 
 
-def _span(meta: Any) -> tuple[int, int]:
-    return (meta.start_pos, meta.end_pos) if not meta.empty else (0, 0)
+def _cover(children: list[Any]) -> tuple[int, int]:
+    """Where a rule stands in the text: from its first child's start to its last child's end
+    (tokens carry their positions, nodes their spans, a tuple its parts)."""
+    starts, ends = [], []
+    stack = list(children)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Token):
+            if item.start_pos is not None:
+                starts.append(item.start_pos)
+                ends.append(item.end_pos or item.start_pos)
+        elif isinstance(item, tuple):
+            stack.extend(item)
+        elif hasattr(item, "span") and item.span != (0, 0):
+            starts.append(item.span[0])
+            ends.append(item.span[1])
+    return (min(starts), max(ends)) if starts else (0, 0)
 
 
 def _token_span(token: Token) -> tuple[int, int]:
@@ -105,13 +123,14 @@ def _brace_content(text: str) -> str:
     return text[text.index("{") + 1 : text.rindex("}")]
 
 
-class _Build(Transformer_NonRecursive):
-    """Lark's parse tree into ``tree`` nodes; one instance per text (it reads the gaps between
-    factors from ``text``)."""
+class _Build(Transformer):
+    """Lark's rules into ``tree`` nodes, applied by the parser as it reduces each rule (no parse
+    tree is built, and nothing recurses). The text being parsed, whose gaps between factors a
+    product reads, is the calling thread's (``_reading``)."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+    @property
+    def text(self) -> str:
+        return _reading.text
 
     # ---------------------------------------------------------------- tokens
 
@@ -157,12 +176,10 @@ class _Build(Transformer_NonRecursive):
 
     # ---------------------------------------------------------------- answer
 
-    @v_args(meta=True)
-    def start(self, meta: Any, children: list[Any]) -> t.Node:
+    def start(self, children: list[Any]) -> t.Node:
         return children[0]
 
-    @v_args(meta=True)
-    def answer(self, meta: Any, children: list[Any]) -> t.Answer:
+    def answer(self, children: list[Any]) -> t.Answer:
         items, separators = [], []
         pending: list[str] = []
         for child in children:
@@ -178,7 +195,7 @@ class _Build(Transformer_NonRecursive):
                 separators.append(words[-1] if words else (";" if ";" in pending else ","))
             pending = []
             items.append(child)
-        return t.Answer(tuple(items), tuple(separators), span=_span(meta))
+        return t.Answer(tuple(items), tuple(separators), span=_cover(children))
 
     def sep(self, children: list[Token]) -> tuple[str]:
         token = children[0]
@@ -187,49 +204,43 @@ class _Build(Transformer_NonRecursive):
             return ({"lor": "or", "vee": "or", "": ","}.get(word, word),)
         return (str(token),)
 
-    @v_args(meta=True)
-    def item(self, meta: Any, children: list[Any]) -> t.Node:
+    def item(self, children: list[Any]) -> t.Node:
         if len(children) == 2:
-            return t.Labelled(_label(children[0]), self._node(children[1]), span=_span(meta))
+            return t.Labelled(_label(children[0]), self._node(children[1]), span=_cover(children))
         return self._node(children[0])
 
-    @v_args(meta=True)
-    def label_alone(self, meta: Any, children: list[Token]) -> t.Labelled:
-        return t.Labelled(_label(children[0]), None, span=_span(meta))
+    def label_alone(self, children: list[Token]) -> t.Labelled:
+        return t.Labelled(_label(children[0]), None, span=_cover(children))
 
     # ---------------------------------------------------------------- relations
 
-    @v_args(meta=True)
-    def relation(self, meta: Any, children: list[Any]) -> t.Relation:
+    def relation(self, children: list[Any]) -> t.Relation:
         sides = tuple(self._node(c) for c in children[0::2])
         ops = tuple(_relation(str(c)) for c in children[1::2])
-        return t.Relation(sides, ops, span=_span(meta))
+        return t.Relation(sides, ops, span=_cover(children))
 
-    @v_args(meta=True)
-    def congruence(self, meta: Any, children: list[Any]) -> t.Congruence:
+    def congruence(self, children: list[Any]) -> t.Congruence:
         modulus = None
         if children and isinstance(children[-1], tuple):
             modulus = children.pop()[0]
         sides = tuple(self._node(c) for c in children if not _is(c, "EQUIV"))
-        return t.Congruence(sides, modulus, span=_span(meta))
+        return t.Congruence(sides, modulus, span=_cover(children))
 
     def modulus(self, children: list[Any]) -> tuple[t.Node]:
         return (self._nodes(children)[0],)
 
-    @v_args(meta=True)
-    def setop(self, meta: Any, children: list[Any]) -> t.SetOp:
+    def setop(self, children: list[Any]) -> t.SetOp:
         operands = tuple(self._node(c) for c in children[0::2])
         ops = tuple(_set_op(str(c)) for c in children[1::2])
-        return t.SetOp(operands, ops, span=_span(meta))
+        return t.SetOp(operands, ops, span=_cover(children))
 
     # ---------------------------------------------------------------- arithmetic
 
-    @v_args(meta=True)
-    def add(self, meta: Any, children: list[Any]) -> t.Sum:
+    def add(self, children: list[Any]) -> t.Sum:
         terms = [("+", self._node(children[0]))]
         for op, term in zip(children[1::2], children[2::2], strict=True):
             terms.append((op, self._node(term)))
-        return t.Sum(tuple(terms), span=_span(meta))
+        return t.Sum(tuple(terms), span=_cover(children))
 
     def addop(self, children: list[Token]) -> str:
         token = children[0]
@@ -237,25 +248,20 @@ class _Build(Transformer_NonRecursive):
             return "mp" if "mp" in str(token) else "pm"
         return "+" if token.type == "PLUS" else "-"
 
-    @v_args(meta=True)
-    def neg(self, meta: Any, children: list[Any]) -> t.Neg:
-        return t.Neg(self._node(children[-1]), span=_span(meta))
+    def neg(self, children: list[Any]) -> t.Neg:
+        return t.Neg(self._node(children[-1]), span=_cover(children))
 
-    @v_args(meta=True)
-    def pos(self, meta: Any, children: list[Any]) -> t.Node:
+    def pos(self, children: list[Any]) -> t.Node:
         return self._node(children[-1])
 
-    @v_args(meta=True)
-    def pm(self, meta: Any, children: list[Any]) -> t.Sum:
+    def pm(self, children: list[Any]) -> t.Sum:
         sign = "mp" if "mp" in str(children[0]) else "pm"
-        return t.Sum(((sign, self._node(children[-1])),), span=_span(meta))
+        return t.Sum(((sign, self._node(children[-1])),), span=_cover(children))
 
-    @v_args(meta=True)
-    def currency(self, meta: Any, children: list[Any]) -> t.Currency:
-        return t.Currency(self._node(children[-1]), span=_span(meta))
+    def currency(self, children: list[Any]) -> t.Currency:
+        return t.Currency(self._node(children[-1]), span=_cover(children))
 
-    @v_args(meta=True)
-    def product(self, meta: Any, children: list[Any]) -> t.Node:
+    def product(self, children: list[Any]) -> t.Node:
         factors = [self._node(children[0])]
         joins = []
         for join, factor in children[1:]:
@@ -272,7 +278,7 @@ class _Build(Transformer_NonRecursive):
             joins.append(join)
         if len(factors) == 1:
             return factors[0]
-        return t.Product(tuple(factors), tuple(joins), span=_span(meta))
+        return t.Product(tuple(factors), tuple(joins), span=_cover(children))
 
     def explicit(self, children: list[Any]) -> tuple[str, Any]:
         op = str(children[0])
@@ -283,85 +289,72 @@ class _Build(Transformer_NonRecursive):
     def implicit(self, children: list[Any]) -> tuple[None, Any]:
         return None, children[0]
 
-    @v_args(meta=True)
-    def pow(self, meta: Any, children: list[Any]) -> t.Power:
+    def pow(self, children: list[Any]) -> t.Power:
         base, exponent = self._node(children[0]), self._node(children[-1])
-        return t.Power(base, exponent, span=_span(meta))
+        return t.Power(base, exponent, span=_cover(children))
 
-    @v_args(meta=True)
-    def pow_postfix(self, meta: Any, children: list[Any]) -> t.Postfix:
+    def pow_postfix(self, children: list[Any]) -> t.Postfix:
         """``10^{8}!``: marks after a power mark the power."""
         marks = [c for c in children if isinstance(c, str) and not isinstance(c, Token)]
-        power = self.pow(meta, [c for c in children if c not in marks])
-        return t.Postfix(power, tuple(marks), span=_span(meta))
+        power = self.pow([c for c in children if c not in marks])
+        return t.Postfix(power, tuple(marks), span=_cover(children))
 
-    @v_args(meta=True)
-    def degrees(self, meta: Any, children: list[Any]) -> t.Degrees:
-        return t.Degrees(self._node(children[0]), span=_span(meta))
+    def degrees(self, children: list[Any]) -> t.Degrees:
+        return t.Degrees(self._node(children[0]), span=_cover(children))
 
-    @v_args(meta=True)
-    def postfix(self, meta: Any, children: list[Any]) -> t.Postfix:
+    def postfix(self, children: list[Any]) -> t.Postfix:
         marks = tuple(children[1:])
-        return t.Postfix(self._node(children[0]), marks, span=_span(meta))
+        return t.Postfix(self._node(children[0]), marks, span=_cover(children))
 
     def postop(self, children: list[Token]) -> str:
         kind = children[0].type
         return {"BANG": "!", "PERCENT": "%", "PRIME": "'"}[kind]
 
-    @v_args(meta=True)
-    def sub(self, meta: Any, children: list[Any]) -> t.Node:
+    def sub(self, children: list[Any]) -> t.Node:
         base, index = self._node(children[0]), self._node(children[-1])
         if isinstance(base, t.Name) and "_" not in base.text:
             written = _written(index)
             if written is not None:
-                return t.Name(f"{base.text}_{written}", span=_span(meta))
-        return t.Subscript(base, index, span=_span(meta))
+                return t.Name(f"{base.text}_{written}", span=_cover(children))
+        return t.Subscript(base, index, span=_cover(children))
 
     # ---------------------------------------------------------------- atoms
 
-    @v_args(meta=True)
-    def bracket(self, meta: Any, children: list[Any]) -> t.Bracket:
+    def bracket(self, children: list[Any]) -> t.Bracket:
         opening, items, closing = children
         pair = {"\\langle": "<", "\\rangle": ">"}
         return t.Bracket(
             pair.get(str(opening), str(opening)),
             pair.get(str(closing), str(closing)),
             items,
-            span=_span(meta),
+            span=_cover(children),
         )
 
     def items_in(self, children: list[Any]) -> tuple[t.Node, ...]:
         return tuple(self._nodes(children))
 
-    @v_args(meta=True)
-    def brace(self, meta: Any, children: list[Any]) -> t.Node:
+    def brace(self, children: list[Any]) -> t.Node:
         return self._nodes(children)[0]
 
-    @v_args(meta=True)
-    def set(self, meta: Any, children: list[Any]) -> t.SetOf:
-        return t.SetOf(children[1], span=_span(meta))
+    def set(self, children: list[Any]) -> t.SetOf:
+        return t.SetOf(children[1], span=_cover(children))
 
-    @v_args(meta=True)
-    def empty_set(self, meta: Any, children: list[Any]) -> t.SetOf:
-        return t.SetOf((), span=_span(meta))
+    def empty_set(self, children: list[Any]) -> t.SetOf:
+        return t.SetOf((), span=_cover(children))
 
-    def _enclosed(self, kind: str, meta: Any, children: list[Any]) -> t.Enclosed:
-        return t.Enclosed(kind, self._nodes(children)[0], span=_span(meta))
+    def _enclosed(self, kind: str, children: list[Any]) -> t.Enclosed:
+        return t.Enclosed(kind, self._nodes(children)[0], span=_cover(children))
 
-    @v_args(meta=True)
-    def abs(self, meta: Any, children: list[Any]) -> t.Enclosed:
-        return self._enclosed("abs", meta, children)
+    def abs(self, children: list[Any]) -> t.Enclosed:
+        return self._enclosed("abs", children)
 
-    @v_args(meta=True)
-    def floor(self, meta: Any, children: list[Any]) -> t.Enclosed:
-        return self._enclosed("floor", meta, children)
+    def floor(self, children: list[Any]) -> t.Enclosed:
+        return self._enclosed("floor", children)
 
-    @v_args(meta=True)
-    def ceil(self, meta: Any, children: list[Any]) -> t.Enclosed:
-        return self._enclosed("ceil", meta, children)
+    def ceil(self, children: list[Any]) -> t.Enclosed:
+        return self._enclosed("ceil", children)
 
-    @v_args(meta=True)
-    def targ(self, meta: Any, children: list[Any]) -> t.Node:
+    def targ(self, children: list[Any]) -> t.Node:
         return self._nodes(children)[0]
 
     targ_first = targ
@@ -370,35 +363,29 @@ class _Build(Transformer_NonRecursive):
     farg = targ
     uarg = targ
 
-    @v_args(meta=True)
-    def paren(self, meta: Any, children: list[Any]) -> t.Bracket:
-        return t.Bracket("(", ")", tuple(self._nodes(children)), span=_span(meta))
+    def paren(self, children: list[Any]) -> t.Bracket:
+        return t.Bracket("(", ")", tuple(self._nodes(children)), span=_cover(children))
 
-    @v_args(meta=True)
-    def frac(self, meta: Any, children: list[Any]) -> t.Frac:
+    def frac(self, children: list[Any]) -> t.Frac:
         numerator, denominator = self._nodes(children[1:])
-        return t.Frac(numerator, denominator, span=_span(meta))
+        return t.Frac(numerator, denominator, span=_cover(children))
 
-    @v_args(meta=True)
-    def sqrt(self, meta: Any, children: list[Any]) -> t.Root:
+    def sqrt(self, children: list[Any]) -> t.Root:
         nodes = self._nodes(children[1:])
         index = nodes[0] if len(nodes) == 2 else None
-        return t.Root(nodes[-1], index, span=_span(meta))
+        return t.Root(nodes[-1], index, span=_cover(children))
 
-    @v_args(meta=True)
-    def binom(self, meta: Any, children: list[Any]) -> t.Binom:
+    def binom(self, children: list[Any]) -> t.Binom:
         n, k = self._nodes(children[1:])
-        return t.Binom(n, k, span=_span(meta))
+        return t.Binom(n, k, span=_cover(children))
 
-    @v_args(meta=True)
-    def func(self, meta: Any, children: list[Any]) -> t.Func:
+    def func(self, children: list[Any]) -> t.Func:
         name = _FUNCTION_NAME.search(str(children[0]).replace("operatorname", "")).group()
         rest = self._nodes(children[1:])
         power = rest[0] if len(rest) == 2 else None
-        return t.Func(name, _argument(rest[-1]), power=power, span=_span(meta))
+        return t.Func(name, _argument(rest[-1]), power=power, span=_cover(children))
 
-    @v_args(meta=True)
-    def log(self, meta: Any, children: list[Any]) -> t.Func:
+    def log(self, children: list[Any]) -> t.Func:
         name = str(children[0]).lstrip("\\")
         base: t.Node | None = t.Const("e") if name == "ln" else None
         if name == "lg":
@@ -412,18 +399,16 @@ class _Build(Transformer_NonRecursive):
             else:
                 power = value
         argument = _argument(self._node(rest[0]))
-        return t.Func("log", argument, power=power, base=base, span=_span(meta))
+        return t.Func("log", argument, power=power, base=base, span=_cover(children))
 
-    @v_args(meta=True)
-    def simple_product(self, meta: Any, children: list[Any]) -> t.Node:
+    def simple_product(self, children: list[Any]) -> t.Node:
         if len(children) == 1:
             return self._node(children[0])
-        return self.product(meta, [children[0], *((None, c) for c in children[1:])])
+        return self.product([children[0], *((None, c) for c in children[1:])])
 
-    @v_args(meta=True)
-    def matrix(self, meta: Any, children: list[Any]) -> t.Matrix:
+    def matrix(self, children: list[Any]) -> t.Matrix:
         environment = re.search(r"\{(\w+)\}", str(children[0])).group(1)
-        return t.Matrix(environment, children[1], span=_span(meta))
+        return t.Matrix(environment, children[1], span=_cover(children))
 
     def rows(self, children: list[Any]) -> tuple[tuple[t.Node, ...], ...]:
         return tuple(c for c in children if isinstance(c, tuple))
@@ -431,28 +416,24 @@ class _Build(Transformer_NonRecursive):
     def row(self, children: list[Any]) -> tuple[t.Node, ...]:
         return tuple(self._nodes(children))
 
-    @v_args(meta=True)
-    def aligned_row(self, meta: Any, children: list[Any]) -> tuple[t.Node, ...]:
+    def aligned_row(self, children: list[Any]) -> tuple[t.Node, ...]:
         """``x &= 1``: a relation aligned at its sign, one cell."""
         left, _, op, right = children
         sides = (self._node(left), self._node(right))
-        return (t.Relation(sides, (_relation(str(op)),), span=_span(meta)),)
+        return (t.Relation(sides, (_relation(str(op)),), span=_cover(children)),)
 
-    @v_args(meta=True)
-    def decorated(self, meta: Any, children: list[Any]) -> t.Decorated:
+    def decorated(self, children: list[Any]) -> t.Decorated:
         command = str(children[0]).lstrip("\\")
-        return t.Decorated(command, self._nodes(children[1:])[0], span=_span(meta))
+        return t.Decorated(command, self._nodes(children[1:])[0], span=_cover(children))
 
-    @v_args(meta=True)
-    def angle(self, meta: Any, children: list[Any]) -> t.Angle:
-        return t.Angle(str(children[0]).lstrip("\\"), str(children[1]), span=_span(meta))
+    def angle(self, children: list[Any]) -> t.Angle:
+        return t.Angle(str(children[0]).lstrip("\\"), str(children[1]), span=_cover(children))
 
-    @v_args(meta=True)
-    def bigop(self, meta: Any, children: list[Any]) -> t.BigOp:
+    def bigop(self, children: list[Any]) -> t.BigOp:
         op = str(children[0]).lstrip("\\")
         variable = str(children[3])
         lower, upper, body = (self._node(c) for c in (children[5], children[8], children[9]))
-        return t.BigOp(op, variable, lower, upper, body, span=_span(meta))
+        return t.BigOp(op, variable, lower, upper, body, span=_cover(children))
 
 
 # Tokens that only delimit: never a node of their own.
@@ -663,10 +644,10 @@ def _parser() -> Lark:
         _GRAMMAR.read_text(encoding="utf-8"),
         parser="lalr",
         lexer="contextual",
-        propagate_positions=True,
         maybe_placeholders=False,
         cache=_cache_file(),  # the parse table: built in about 1 s, loaded in 20 ms
         postlex=_Tokens(),
+        transformer=_Build(),
     )
 
 
@@ -676,8 +657,17 @@ def parse(text: str) -> t.Answer | Unparsable:
     completions repeat their answers."""
     if not text.strip():
         return Unparsable(0, "empty")
+    plain = _PLAIN_NUMBER.fullmatch(text)
+    if plain is not None:  # most answers: the tree the grammar gives them, without the parser
+        return _plain_number(plain)
+    return _parsed(text)
+
+
+def _parsed(text: str) -> t.Answer | Unparsable:
+    """``parse`` by the grammar."""
     try:
-        node = _Build(text).transform(_parser().parse(text))
+        _reading.text = text
+        node = _parser().parse(text)
     except UnexpectedInput as exc:
         token = getattr(exc, "token", None)
         if token is not None and token.type == "$END":
@@ -689,6 +679,18 @@ def parse(text: str) -> t.Answer | Unparsable:
     if _depth(node) > MAX_DEPTH:
         return Unparsable(0, f"nested deeper than {MAX_DEPTH}")
     return node
+
+
+# An integer or a decimal alone, with a sign: read directly into the grammar's tree for it.
+_PLAIN_NUMBER = re.compile(r"(?P<sign>[-\u2212]?)(?P<digits>\d{1,40}(?:\.\d{1,40})?)")
+
+
+def _plain_number(m: re.Match[str]) -> t.Answer:
+    start, end = m.span("digits")
+    node: t.Node = t.Num(m.group("digits"), span=(start, end))
+    if m.group("sign"):
+        node = t.Neg(node, span=(0, end))
+    return t.Answer((node,), (), span=(0, end))
 
 
 def _depth(node: t.Node) -> int:

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reward_server.checker import syntax
 from reward_server.checker import tree as t
 from reward_server.checker.syntax import MAX_DEPTH, Unparsable, parse
 
@@ -204,3 +208,13 @@ def test_equal_trees_ignore_where_they_stand() -> None:
     # the verdict cache keys on trees: a spacing difference must not split it
     assert parse("x+1") == parse("  x +  1 ")
     assert hash(parse("x+1")) == hash(parse("  x +  1 "))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(min_value=-(10**30), max_value=10**30), st.integers(0, 10**6), st.booleans())
+def test_a_plain_number_reads_as_the_grammar_reads_it(whole: int, decimals: int, dot: bool) -> None:
+    # plain numbers skip the parser: their tree must be the grammar's, spans included
+    text = f"{whole}.{decimals}" if dot else str(whole)
+    fast, full = parse(text), syntax._parsed(text)
+    assert fast == full
+    assert [n.span for n in t.walk(fast)] == [n.span for n in t.walk(full)]  # type: ignore[arg-type]
