@@ -163,11 +163,11 @@ def _product(node: t.Product, as_set: bool) -> sympy.Basic:
     mixed = numbers.mixed_number(node)
     if mixed is not None:
         return _rational(mixed)
-    value = build(node.factors[0])
-    for join, factor in zip(node.joins, node.factors[1:], strict=True):
+    factors, joins = _applied(node)
+    value = factors[0]
+    for join, right, factor in zip(joins, factors[1:], node.factors[1:], strict=False):
         if join == " " and isinstance(factor, t.Num) and isinstance(node.factors[0], t.Num):
             raise Unbuildable("two numerals side by side")
-        right = build(factor)
         if join in ("/", ":"):
             value = value / right
         elif join == "mod":
@@ -175,6 +175,41 @@ def _product(node: t.Product, as_set: bool) -> sympy.Basic:
         else:
             value = value * right
     return value
+
+
+# Letters that name a function when a bracket follows them: f(2) is the value of f at 2, an
+# unknown function; another letter before a bracket multiplies it (x(y+1)).
+_FUNCTION_LETTERS = frozenset("fgh")
+
+
+def _applied(node: t.Product) -> tuple[list[sympy.Basic], list[str]]:
+    """A product's factors as sympy objects and the joins between them, ``f(2)`` and
+    ``g(x, y)`` (a function letter glued to a bracket) each one factor: an unknown function
+    applied to its arguments."""
+    factors: list[sympy.Basic] = []
+    joins: list[str] = []
+    i = 0
+    while i < len(node.factors):
+        factor = node.factors[i]
+        following = node.factors[i + 1] if i + 1 < len(node.factors) else None
+        glued = i + 1 < len(node.factors) and node.joins[i] == ""
+        if (
+            glued
+            and isinstance(factor, t.Name)
+            and factor.text in _FUNCTION_LETTERS
+            and isinstance(following, t.Bracket)
+            and (following.opening, following.closing) == ("(", ")")
+        ):
+            arguments = (build(item) for item in following.items)
+            factors.append(sympy.Function(factor.text)(*arguments))
+            step = 2
+        else:
+            factors.append(build(factor))
+            step = 1
+        if i + step < len(node.factors):
+            joins.append(node.joins[i + step - 1])
+        i += step
+    return factors, joins
 
 
 def _frac(node: t.Frac, as_set: bool) -> sympy.Basic:

@@ -273,7 +273,7 @@ class _Build(Transformer):
                     span = (factors[-1].span[0], node.span[1])
                     factors[-1] = t.Num(factors[-1].text + node.text, span=span)
                     continue
-                join = "" if gap == "" else " "
+                join = "" if _SIZE_ONLY.fullmatch(gap) else " "  # "f\\left(0\\right)" is glued
             factors.append(node)
             joins.append(join)
         if len(factors) == 1:
@@ -487,6 +487,10 @@ def _set_op(token: str) -> str:
 _JOINING = re.compile(
     r"(?:\\!|[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u061c\u202a-\u202e\u2066-\u2069\ufe0e\ufe0f\x00])+"
 )
+
+
+# A gap of size commands only: what it stands between is written side by side.
+_SIZE_ONLY = re.compile(r"(?:\\(?:left|right|[Bb]igg?[lr]?)(?![A-Za-z]))*")
 
 
 def _joins(gap: str) -> bool:

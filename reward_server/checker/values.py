@@ -222,6 +222,8 @@ def words_of(node: t.Node) -> str | None:
         inner = node.items[0]
         return words_of(inner) if isinstance(inner, t.Name) else None
     if isinstance(node, t.Product) and all(j in ("", " ") for j in node.joins):
+        if any(isinstance(f, t.Bracket | t.Labelled) for f in node.factors):
+            return None  # "f(x)g(x)": letters applied to brackets are no words
         parts = [words_of(f) for f in node.factors]
         if any(p is None for p in parts):
             return None

@@ -1202,6 +1202,9 @@ PAIRS += [
             ("0, which is 1", "1", N, "property: a remark after which is"),
             ("0, i.e. 0.0", "0", Y, "property: i.e. before a restatement"),
             ("0 (i.e. 0.0)", "0", Y, "property: i.e. in brackets"),
+            ("f\\left(0\\right) = 0", "f(0) = 0", Y, "property: size commands glue a function"),
+            ("f(2) = 0", "f(1) = 0", N, "property: a function's value at another point"),
+            ("f(x)g(x)", "g(x)f(x)", Y, "a product of two functions' values"),
         ],
     ),
 ]
