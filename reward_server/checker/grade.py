@@ -57,8 +57,9 @@ RAW_ANSWER_FACTOR = 2
 MAX_OTHER_ANSWERS = 16
 
 Check = Verdict | SymbolicCheck  # a precheck's result: a verdict, or the pool's check
-# What decides a ``SymbolicCheck``: sympy, in the caller's verification workers (imported on
-# first use there, never in the server process).
+
+# The front door. ``symbolic_equivalent`` decides a ``SymbolicCheck`` (sympy, imported on first
+# use: in the caller's verification workers, never in the server process).
 __all__ = [
     "Check",
     "Grading",
@@ -68,6 +69,7 @@ __all__ = [
     "equivalent",
     "grade",
     "symbolic_equivalent",
+    "verdict_inline",
 ]
 
 
@@ -207,6 +209,22 @@ def commit(
     if trailing.reason in _TRAILING_NEUTRAL:
         return trailing
     return Verdict(False, Reason.ANSWER_NOT_LAST)
+
+
+def verdict_inline(grading: Grading) -> Verdict:
+    """A grading's verdict with its checks resolved in this process, without the pool's budget:
+    only for trusted inputs (tests, offline tools), as ``decide.equivalent_inline``."""
+    if grading.reason is not None:
+        return Verdict(False, grading.reason)
+
+    def resolve(check: Check) -> Verdict:
+        return check if isinstance(check, Verdict) else Verdict(*symbolic_equivalent(check))
+
+    assert grading.check is not None
+    verdict = resolve(grading.check)
+    others = [resolve(other) for other in grading.others]
+    trailing = resolve(grading.trailing) if grading.trailing is not None else None
+    return commit(grading, verdict, others, trailing)
 
 
 # ------------------------------------------------------------------ the rules

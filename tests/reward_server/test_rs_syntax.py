@@ -5,7 +5,6 @@ notation."""
 from __future__ import annotations
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
