@@ -11,9 +11,17 @@ check at a time under two bounds:
   machine, or for a free worker, uses none, so the same answer gets the same verdict however
   loaded the machine is.
 - **Wall-clock safety net** (``wall_timeout_s``, several times the budget): from the answer's
-  arrival, waiting for a worker included. Past it the caller gets its verdict and a worker still
-  on the check is SIGKILLed: it bounds how long any answer can take when the machine is so busy
-  that the budget alone would take too long, and catches a check that hangs without using CPU.
+  arrival, waiting for a worker included. Past it the caller stops waiting and is told the
+  verdict could not be computed (``wall_timeout``, ``queue_timeout``: a retryable 503), so no
+  answer takes longer than the net however busy the machine. **The check does not stop with
+  it**: a check still using CPU (slowed, not stuck: a worker starved of CPU beside other work)
+  runs on within its CPU budget, and a retry of the same answer joins it (the verifier's
+  single-flight) or finds its verdict cached, so retries converge instead of starting the same
+  check again each time. A check that used no CPU since the last look (``_ask``) hangs, and its
+  worker is killed; one still queued when nobody has waited for it for a net
+  (``RETRY_WINDOW_FACTOR``) is dropped. What a client can leave running is therefore bounded:
+  one check per worker, each within its CPU budget of CPU time and ``HANG_FACTOR`` nets of wall
+  time.
 
 Checks wait for a worker in a fair queue (``FairQueue``): one FIFO per client, served by
 the worker time each client has used, so one client's big batches cannot hold the others back.
@@ -64,6 +72,14 @@ _START_ATTEMPTS = 3
 # scores 0 as ``check_error`` (the answer's doing, since it lost a worker every time).
 _MAX_RUNS_WHEN_LOST = 10
 WORKER_LOST = "WorkerLost"  # the ``error`` of a check whose every run lost its worker
+# A check nobody waits for any more stays queued this many nets after its last caller left (a
+# retry within them joins it); then it is dropped.
+RETRY_WINDOW_FACTOR = 1.0
+# A running check is killed when it used no CPU time since the last look (at its first caller's
+# net, then every half net: stuck, not slowed) or when it has run this many nets in all.
+HANG_FACTOR = 10.0
+# CPU seconds a check must use between two looks to count as running.
+_MIN_PROGRESS_S = 0.005
 # The wall-clock safety net when none is given: this many CPU budgets. Two CPU-bound processes
 # beside two workers on two cores leave each worker about a quarter of a core (the workers run
 # at a lower priority), so a check that uses its whole budget then takes about 4x its wall time.
@@ -88,6 +104,22 @@ class PoolResult:
 CAUSE_CPU = "cpu"
 CAUSE_WALL = "wall"
 CAUSE_QUEUE = "queue"
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """The CPU time a process has used (user and system), from ``/proc`` (Linux); None where
+    it cannot be read (then a check past its net counts as stuck, the cautious reading)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
@@ -179,17 +211,21 @@ class _Worker:
 
 
 @dataclass
-class _Job:
-    """One queued check. ``deadline`` (``time.perf_counter()``) is the wall-clock safety net:
-    when its caller stops waiting, counted from when the answer arrived. ``client``: who asked
-    (the fair queue's key)."""
+class Job:
+    """One check in the pool, from its first caller to its result (``result``, set once the
+    check has run or been given up, whoever still waits for it). ``deadline``
+    (``time.perf_counter()``) is its first caller's net, when the pool first looks whether a
+    running check still uses CPU. ``client``: who asked first (the fair queue's key).
+    ``waiters``: callers waiting now; ``left_at``: when the last one stopped."""
 
     check: SymbolicCheck
-    fut: asyncio.Future[PoolResult]
+    result: asyncio.Future[PoolResult]
     queued_at: float
     deadline: float
     client: Hashable = None
     started: bool = False
+    waiters: int = 0
+    left_at: float = 0.0
 
 
 # What a check is charged when a worker takes it, before its time is known: enough that a
@@ -207,7 +243,7 @@ _CLIENTS_REMEMBERED = 10_000
 
 @dataclass
 class _Client:
-    jobs: deque[_Job] = field(default_factory=deque)
+    jobs: deque[Job] = field(default_factory=deque)
     service: float = 0.0  # worker seconds its checks used (estimates while they run)
     running: int = 0
     entry: int = -1  # the sequence number of its live entry in the queue's heap
@@ -236,7 +272,7 @@ class FairQueue:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.waiting = 0
 
-    def put(self, job: _Job) -> None:
+    def put(self, job: Job) -> None:
         client = self._clients.get(job.client)
         if client is None:
             service = max(self._floor, self._idle.pop(job.client, 0.0))
@@ -247,7 +283,7 @@ class FairQueue:
             self._enter(job.client, client)
         self._wake()
 
-    async def get(self) -> _Job:
+    async def get(self) -> Job:
         while True:
             job = self._pop()
             if job is not None:
@@ -263,7 +299,7 @@ class FairQueue:
                     self._waiters.remove(woken)
                 raise
 
-    def done(self, job: _Job, seconds: float) -> None:
+    def done(self, job: Job, seconds: float) -> None:
         """``job`` left its worker after ``seconds`` (0 when it was skipped): its client's
         charge is corrected, and a client with nothing left is forgotten."""
         client = self._clients[job.client]
@@ -278,7 +314,7 @@ class FairQueue:
                 if len(self._idle) > _CLIENTS_REMEMBERED:
                     self._idle.popitem(last=False)
 
-    def drain(self) -> list[_Job]:
+    def drain(self) -> list[Job]:
         """Every waiting job, taken out (the pool is closing)."""
         jobs = [job for client in self._clients.values() for job in client.jobs]
         for client in self._clients.values():
@@ -290,7 +326,7 @@ class FairQueue:
         client.entry = next(self._entries)
         heapq.heappush(self._heap, (client.service, client.entry, key))
 
-    def _pop(self) -> _Job | None:
+    def _pop(self) -> Job | None:
         while self._heap:
             _, entry, key = heapq.heappop(self._heap)
             client = self._clients.get(key)
@@ -464,8 +500,8 @@ class VerifierPool:
         self._slots = []
         if self._queue is not None:
             for job in self._queue.drain():
-                if not job.fut.done():
-                    job.fut.set_result(PoolResult(False, Reason.WORKER_ERROR))
+                if not job.result.done():
+                    job.result.set_result(PoolResult(False, Reason.WORKER_ERROR))
         with self._procs_lock:
             procs = list(self._procs)
         for proc in procs:
@@ -480,39 +516,55 @@ class VerifierPool:
         deadline: float | None = None,
         client: Hashable = None,
     ) -> PoolResult:
-        """Run one check; a timeout or crashed worker gives ``equal=False``.
+        """Run one check and wait for it (``submit``, then ``wait``); a timeout or crashed worker
+        gives ``equal=False``."""
+        return await self.wait(self.submit(check, deadline=deadline, client=client), deadline)
+
+    def submit(
+        self, check: SymbolicCheck, *, deadline: float | None = None, client: Hashable = None
+    ) -> Job:
+        """Queue one check; its ``Job`` runs to its result whoever waits for it (``wait``).
 
         The check gets ``timeout_s`` of its worker's CPU time, however long it waits for a
         worker or for a CPU. ``deadline`` (``time.perf_counter()``) is the caller's: one CPU
         budget after the answer arrived, as the routes and the scorer compute it (default: one
-        budget from now). The wall-clock safety net ends ``wall_timeout_s`` after that arrival,
-        waiting for a free worker included: past it the caller gets ``wall_timeout`` (its worker
-        is killed) or ``queue_timeout`` (no worker was free in time): neither is the answer's
-        fault nor a verdict. ``client`` (any hashable: the routes pass the connection's peer)
-        is whom the fair queue shares the workers between.
-        """
+        budget from now). ``client`` (any hashable: the routes pass the connection's peer) is
+        whom the fair queue shares the workers between."""
         if self._queue is None or self._closed:
             raise RuntimeError("verification pool is not running")
         now = time.perf_counter()
-        arrived = now if deadline is None else deadline - self._timeout_s
-        net = arrived + self._wall_timeout_s
-        fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
-        job = _Job(check, fut, now, net, client)
+        net = self._net(now, deadline)
+        job = Job(check, asyncio.get_running_loop().create_future(), now, net, client, left_at=now)
         self._queue.put(job)
+        return job
+
+    async def wait(self, job: Job, deadline: float | None = None) -> PoolResult:
+        """``job``'s result, or, once this caller's wall-clock net has passed (``wall_timeout_s``
+        after its answer arrived: ``deadline`` less one CPU budget), ``wall_timeout`` (the check
+        is running) or ``queue_timeout`` (it waits for a worker): neither is the answer's fault
+        nor a verdict, and the check goes on for a retry to find (see the module)."""
+        now = time.perf_counter()
+        net = self._net(now, deadline)
+        job.waiters += 1
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), max(0.0, net - now))
+            result = await asyncio.wait_for(asyncio.shield(job.result), max(0.0, net - now))
         except asyncio.TimeoutError:
-            if not fut.done():
-                # A running check is killed by its slot, which counts it; a queued one is
-                # skipped by the slot that takes it later.
-                if not job.started:
-                    self._on_timeout(CAUSE_QUEUE)
-                fut.set_result(
-                    PoolResult(False, Reason.WALL_TIMEOUT, CAUSE_WALL)
-                    if job.started
-                    else PoolResult(False, Reason.QUEUE_TIMEOUT, CAUSE_QUEUE)
-                )
-            return fut.result()
+            if job.result.done():
+                result = job.result.result()
+            elif job.started:
+                result = PoolResult(False, Reason.WALL_TIMEOUT, CAUSE_WALL)
+            else:
+                result = PoolResult(False, Reason.QUEUE_TIMEOUT, CAUSE_QUEUE)
+        finally:
+            job.waiters -= 1
+            job.left_at = time.perf_counter()
+        if result.cause in (CAUSE_WALL, CAUSE_QUEUE):
+            self._on_timeout(result.cause)  # each caller told "not computed", once
+        return result
+
+    def _net(self, now: float, deadline: float | None) -> float:
+        arrived = now if deadline is None else deadline - self._timeout_s
+        return arrived + self._wall_timeout_s
 
     def _start_slot(self, worker: _Worker | None) -> None:
         """Dispatch checks to ``worker`` (a new one when None) until the pool closes."""
@@ -539,16 +591,17 @@ class VerifierPool:
                 if job is None:  # the worker died while idle: replace it before it is needed
                     worker = await self._replace(worker, "worker_error")
                     continue
-                if job.fut.done():
+                if self._abandoned(job):
+                    job.result.set_result(PoolResult(False, Reason.QUEUE_TIMEOUT, CAUSE_QUEUE))
                     self._queue.done(job, 0.0)
-                    continue  # its caller's deadline passed while it waited
+                    continue  # nobody waited for it within a retry window
                 job.started = True
                 started = time.perf_counter()
                 try:
                     worker = await self._check(worker, job)
                 except BaseException:
-                    if not job.fut.done():  # the pool is closing: never leave a caller waiting
-                        job.fut.set_result(PoolResult(False, Reason.WORKER_ERROR))
+                    if not job.result.done():  # the pool is closing: never leave a caller waiting
+                        job.result.set_result(PoolResult(False, Reason.WORKER_ERROR))
                     raise
                 finally:
                     self._queue.done(job, time.perf_counter() - started)
@@ -557,7 +610,12 @@ class VerifierPool:
         finally:
             self._kill(worker.process, worker.conn)
 
-    async def _next_job(self, worker: _Worker) -> _Job | None:
+    def _abandoned(self, job: Job) -> bool:
+        """A queued check nobody has waited for since a retry window."""
+        window = RETRY_WINDOW_FACTOR * self._wall_timeout_s
+        return job.waiters == 0 and time.perf_counter() > job.left_at + window
+
+    async def _next_job(self, worker: _Worker) -> Job | None:
         """The next queued check, or None as soon as ``worker`` dies while waiting for one
         (watched through its process sentinel, so a worker killed while idle is replaced at
         once and the pool is back to full size before the next burst of work)."""
@@ -575,16 +633,16 @@ class VerifierPool:
                 get.cancel()  # a cancelled get takes nothing from the queue
         return get.result() if get.done() and not get.cancelled() else None
 
-    async def _check(self, worker: _Worker, job: _Job) -> _Worker:
+    async def _check(self, worker: _Worker, job: Job) -> _Worker:
         """Answer ``job`` with one check; returns the worker to use next (a replacement when
         ``worker`` was lost)."""
         started = time.perf_counter()
-        fut = job.fut
+        fut = job.result
         for run in range(1, _MAX_RUNS_WHEN_LOST + 1):
             try:
                 result, cpu = await self._ask(worker, job.check, job.deadline)
             except _WorkerLost as lost:
-                if lost.cause is not None:
+                if lost.cause == CAUSE_CPU:  # a caller whose net passed was counted by ``wait``
                     self._on_timeout(lost.cause)
                 # A timed-out check is the answer's doing (its budget) or ran into the safety
                 # net: running it again would cost another timeout. A worker that died under a
@@ -594,7 +652,7 @@ class VerifierPool:
                 last = (
                     lost.reason in (Reason.TIMEOUT, Reason.WALL_TIMEOUT)
                     or run == _MAX_RUNS_WHEN_LOST
-                    or time.perf_counter() >= job.deadline
+                    or (time.perf_counter() >= job.deadline and job.waiters == 0)
                 )
                 if last and not fut.done():  # answered before the restart
                     if run == _MAX_RUNS_WHEN_LOST and lost.reason == Reason.WORKER_ERROR:
@@ -618,7 +676,10 @@ class VerifierPool:
         self, worker: _Worker, check: SymbolicCheck, deadline: float
     ) -> tuple[PoolResult, float]:
         """One run of a check on ``worker``: its result and the CPU seconds it used; raises
-        ``_WorkerLost`` when the worker ends first (its budget, the net, or a crash)."""
+        ``_WorkerLost`` when the worker ends first (its budget, a crash) or is killed because the
+        check hangs: from ``deadline`` on, every half net, it must have used CPU since the last
+        look (a check slowed for want of CPU runs on; one that waits for nothing does not), and
+        it never runs more than ``HANG_FACTOR`` nets."""
         loop = asyncio.get_running_loop()
         job_id = next(self._ids)
         try:
@@ -628,13 +689,29 @@ class VerifierPool:
         readable: asyncio.Future[None] = loop.create_future()
         fd = worker.conn.fileno()
         loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+        started = time.perf_counter()
+        look_at = deadline
+        cpu_seen = _cpu_seconds(worker.process.pid)
         try:
-            # The CPU budget is the worker's own (it ends itself); the parent keeps the net.
-            await asyncio.wait_for(readable, max(0.0, deadline - time.perf_counter()))
-        except asyncio.TimeoutError as exc:
-            raise _WorkerLost(Reason.WALL_TIMEOUT, CAUSE_WALL) from exc
+            while True:
+                try:
+                    # The CPU budget is the worker's own (it ends itself); the parent watches
+                    # for a check that hangs.
+                    await asyncio.wait_for(
+                        asyncio.shield(readable), max(0.0, look_at - time.perf_counter())
+                    )
+                    break
+                except asyncio.TimeoutError:
+                    cpu = _cpu_seconds(worker.process.pid)
+                    ran = time.perf_counter() - started
+                    stuck = cpu is None or cpu_seen is None or cpu - cpu_seen < _MIN_PROGRESS_S
+                    if stuck or ran > HANG_FACTOR * self._wall_timeout_s:
+                        raise _WorkerLost(Reason.WALL_TIMEOUT, CAUSE_WALL) from None
+                    cpu_seen, look_at = cpu, time.perf_counter() + self._wall_timeout_s / 2
         finally:
             loop.remove_reader(fd)
+            if not readable.done():
+                readable.cancel()
         try:
             got_id, equal, reason, cpu, error = worker.conn.recv()
         except (EOFError, OSError, ValueError) as exc:

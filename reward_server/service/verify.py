@@ -7,6 +7,7 @@ processes); the verifier joins them with a cache and single-flight.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -15,7 +16,7 @@ from reward_server.checker.compare import Verdict
 from reward_server.checker.grade import Limits, equivalent
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.protocol import NOT_COMPUTED, Reason
-from reward_server.service.pool import CAUSE_CPU, PoolResult, VerifierPool
+from reward_server.service.pool import CAUSE_CPU, Job, PoolResult, VerifierPool
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,8 @@ class Verifier:
 
     The G completions of one prompt often repeat an answer and arrive concurrently: the cache
     serves repeats that finished, and single-flight makes concurrent repeats share one check.
+    A check outlives a caller whose net passed (the pool's ``Job``): a retry of the answer joins
+    it while it runs and finds its verdict cached once it ends.
     What is no verdict is never cached (``protocol.NOT_COMPUTED``: a lost worker, the wall-clock
     net, the queue; the machine's load, however often it happens), nor a pair's first timeout at
     its CPU budget (a stall must not stick); its second is: the answer itself hangs the parser (a
@@ -48,7 +51,7 @@ class Verifier:
         self._pool = pool
         self._cache: OrderedDict[SymbolicCheck, PoolResult] = OrderedDict()
         self._cache_size = cache_size
-        self._inflight: dict[SymbolicCheck, asyncio.Future[PoolResult]] = {}
+        self._inflight: dict[SymbolicCheck, Job] = {}
         self._timed_out_once: OrderedDict[SymbolicCheck, None] = OrderedDict()
         self._max_chars = max_chars
         self._max_nesting = max_nesting
@@ -90,32 +93,37 @@ class Verifier:
             self._cache.move_to_end(key)
             self._on_cache(True)
             return Verdict(hit.equal, hit.reason, cached=True)
-        shared = self._inflight.get(key)
-        if shared is not None:
-            self._on_cache(True)
-            result = await asyncio.shield(shared)
-            return Verdict(result.equal, result.reason, cached=True)
-        self._on_cache(False)
-        fut: asyncio.Future[PoolResult] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
-        try:
-            result = await self._pool.run(key, deadline=deadline, client=client)
-        except asyncio.CancelledError:
-            fut.set_result(PoolResult(False, Reason.WORKER_ERROR))  # release the followers
-            raise
-        except Exception as exc:  # the pool is not running (not yet, or no more)
-            log.warning("symbolic check not run: %s", exc)
-            result = PoolResult(False, Reason.NO_VERIFIER)
-        finally:
-            self._inflight.pop(key, None)
-        fut.set_result(result)
+        job = self._inflight.get(key)
+        shared = job is not None
+        self._on_cache(shared)
+        if job is None:
+            try:
+                job = self._pool.submit(key, deadline=deadline, client=client)
+            except Exception as exc:  # the pool is not running (not yet, or no more)
+                log.warning("symbolic check not run: %s", exc)
+                return Verdict(False, Reason.NO_VERIFIER)
+            self._inflight[key] = job
+            job.result.add_done_callback(functools.partial(self._finished, key))
+        result = await self._pool.wait(job, deadline)
+        return Verdict(
+            result.equal, result.reason, cached=shared and result.reason not in NOT_COMPUTED
+        )
+
+    def _finished(self, key: SymbolicCheck, done: asyncio.Future[PoolResult]) -> None:
+        """A check's job ended, whoever still waited for it: its verdict is cached (when it is
+        one) for every later caller, a retry of one whose caller gave up at its net
+        included."""
+        if self._inflight.get(key) is not None and self._inflight[key].result is done:
+            del self._inflight[key]
+        if done.cancelled():
+            return
+        result = done.result()
         if result.error is not None:
             self._on_error("check", result.error)
         if self._cache_size > 0 and self._cacheable(key, result):
             self._cache[key] = result
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return Verdict(result.equal, result.reason)
 
     def _cacheable(self, key: SymbolicCheck, result: PoolResult) -> bool:
         if result.reason in NOT_COMPUTED:

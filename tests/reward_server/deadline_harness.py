@@ -145,9 +145,10 @@ def _spelled(side: object) -> str:
 
 def paced_check(check: SymbolicCheck) -> tuple[bool, str]:
     """A pool target whose cost the answer sets: ``sleep:S`` waits S seconds without using CPU
-    (a check starved of CPU on a busy machine), ``burn:S`` uses S seconds of CPU time;
-    ``burn:inf`` never ends; ``crash:N`` ends its worker. Equal when the answer is the
-    reference."""
+    (a check that hangs), ``burn:S`` uses S seconds of CPU time, ``starve:S`` uses S seconds of
+    CPU time a tenth of the time (a check starved of CPU on a busy machine: ten times as long in
+    wall time); ``burn:inf`` never ends; ``crash:N`` ends its worker. Equal when the answer is
+    the reference."""
     answer, reference = _spelled(check.answer), _spelled(check.reference)
     kind, _, seconds = answer.partition(":")
     if kind == "crash":  # ends its worker, as a parser that segfaults would
@@ -158,6 +159,13 @@ def paced_check(check: SymbolicCheck) -> tuple[bool, str]:
         end = time.process_time() + float(seconds)
         while time.process_time() < end:
             pass
+    elif kind == "starve":
+        end = time.process_time() + float(seconds)
+        while time.process_time() < end:
+            burst = time.process_time() + 0.005
+            while time.process_time() < burst:
+                pass
+            time.sleep(0.045)
     return answer == reference, "equivalent" if answer == reference else "not_equivalent"
 
 
