@@ -1207,4 +1207,65 @@ PAIRS += [
             ("f(x)g(x)", "g(x)f(x)", Y, "a product of two functions' values"),
         ],
     ),
+    # The heaviest symbolic checks of the corpora (0.1-0.7 s of CPU each, sympy's caches cold
+    # or warm): identities that only simplification decides. Beside CPU-bound work they pass
+    # the wall-clock net, and a batch holding one is retried until they finish.
+    *_group(
+        "heavy_symbolic",
+        [
+            (
+                "\\sin^{12}(x)\\cos^{12}(x)",
+                "\\frac{\\sin^{12}(2x)}{2^{12}}",
+                Y,
+                "a power of sin 2x",
+            ),
+            ("\\sin^{14}(x)\\cos^{14}(x)", "\\frac{\\sin^{14}(2x)}{2^{14}}", Y, "a higher one"),
+            ("\\sin^{14}(x)\\cos^{14}(x)", "\\frac{\\sin^{14}(2x)}{2^{13}}", N, "twice the value"),
+            (
+                "\\tan 5x",
+                "\\frac{5\\tan x - 10\\tan^3 x+\\tan^5 x}{1-10\\tan^2 x+5\\tan^4 x}",
+                Y,
+                "a multiple-angle formula",
+            ),
+            (
+                "\\tan 4x",
+                "\\frac{4\\tan x - 4\\tan^3 x}{1-6\\tan^2 x+\\tan^4 x}",
+                Y,
+                "another",
+            ),
+            (
+                "\\cos x\\cos 2x\\cos 4x\\cos 8x",
+                "\\frac{\\sin 16x}{16\\sin x}",
+                Y,
+                "a telescoping product",
+            ),
+            ("\\cos x\\cos 2x\\cos 4x\\cos 8x", "\\frac{\\sin 16x}{8\\sin x}", N, "off by two"),
+            (
+                "\\begin{pmatrix} \\cos x & -\\sin x \\\\ \\sin x & \\cos x \\end{pmatrix}^{4}",
+                "\\begin{pmatrix} \\cos 4x & -\\sin 4x \\\\ \\sin 4x & \\cos 4x \\end{pmatrix}",
+                Y,
+                "a rotation matrix to a power",
+            ),
+            (
+                "\\begin{pmatrix} \\cos x & -\\sin x \\\\ \\sin x & \\cos x \\end{pmatrix}^{3}",
+                "\\begin{pmatrix} \\cos 3x & \\sin 3x \\\\ -\\sin 3x & \\cos 3x \\end{pmatrix}",
+                N,
+                "the inverse rotation",
+            ),
+            (
+                "\\sin^{8}x+\\cos^{8}x",
+                "1-4\\sin^2 x\\cos^2 x+2\\sin^4 x\\cos^4 x",
+                Y,
+                "a power sum",
+            ),
+            ("\\sin^{6}x+\\cos^{6}x", "1-3\\sin^2 x\\cos^2 x", Y, "a lower one"),
+            ("\\tan 3x", "\\frac{3\\tan x - \\tan^3 x}{1-3\\tan^2 x}", Y, "a triple angle"),
+            (
+                "(x+1)(x+2)(x+3)(x+4)(x+5)(x+6)",
+                "x^6+21x^5+175x^4+735x^3+1624x^2+1764x+720",
+                Y,
+                "a factored polynomial",
+            ),
+        ],
+    ),
 ]

@@ -188,6 +188,7 @@ _SYMBOLIC_KINDS = {
     "other_notations",
     "solution_sets",
     "intervals",
+    "heavy_symbolic",
 }
 _SYMBOLIC_STYLES = {"expression", "chain", "multipart", "wrong_value"}
 
@@ -273,6 +274,71 @@ async def verdicts(url: str, pairs: list[tuple[str, str, bool]], clients: int) -
         t0 = time.perf_counter()
         await asyncio.gather(*(sender() for _ in range(clients)))
     return Run(results, time.perf_counter() - t0, slowest, retried)
+
+
+# The acceptance corpus of retried batches: the load corpus and every other checker-corpus pair
+# whose class reaches the grammar and the symbolic check (numbers, units, the grammar's own
+# notations), so that heavy and light checks share each batch as they do in training.
+_BATCH_KINDS = {"numbers", "units", "grammar_notations", "plain_text_roots", "function_values"}
+BATCH_CORPUS: list[tuple[str, str, bool]] = LOAD_CORPUS + [
+    (p.answer, p.reference, p.equal) for p in checker_corpus.PAIRS if p.kind in _BATCH_KINDS
+]
+# OpenRLHF's remote reward client (openrlhf/utils/agent.py, ``_post_request``): five tries, a
+# second apart, any error (a 503 included) retried, the run ended after the fifth.
+OPENRLHF_TRIES = 5
+OPENRLHF_PAUSE_S = 1.0
+
+
+@dataclass
+class Batches:
+    """One scoring of a corpus in batches: each pair's accuracy (10 or 0) in order, and how
+    many tries each batch took (0 for a batch that failed all of them)."""
+
+    accuracies: list[float]
+    tries: list[int]
+    seconds: float
+
+
+async def batches_as_openrlhf_sends(
+    url: str, pairs: list[tuple[str, str, bool]], batch: int, senders: int
+) -> Batches:
+    """Score ``pairs`` through ``/get_reward`` in batches of ``batch`` completions (with their
+    prompts), ``senders`` batches in flight, each retried as OpenRLHF's client does."""
+    import aiohttp
+
+    accuracies: list[float] = [-1.0] * len(pairs)
+    starts = range(0, len(pairs), batch)
+    tries: list[int] = [0] * len(starts)
+    pending = iter(enumerate(starts))
+    timeout = aiohttp.ClientTimeout(total=180)  # OpenRLHF's
+
+    async def sender(session: aiohttp.ClientSession) -> None:
+        for b, start in pending:
+            rows = pairs[start : start + batch]
+            prompts = [
+                f"<|im_start|>user\nQuestion {start + i}<|im_end|>\n" for i in range(len(rows))
+            ]
+            body = {
+                "query": [p + formatted("r", row[0]) for p, row in zip(prompts, rows, strict=True)],
+                "prompts": prompts,
+                "labels": [label for _, label, _ in rows],
+            }
+            for attempt in range(1, OPENRLHF_TRIES + 1):
+                try:
+                    async with session.post(url + "/get_reward", json=body) as resp:
+                        resp.raise_for_status()
+                        extra = (await resp.json())["extra_logs"]
+                except aiohttp.ClientError:
+                    await asyncio.sleep(OPENRLHF_PAUSE_S)
+                    continue
+                accuracies[start : start + len(rows)] = extra["accuracy_reward"]
+                tries[b] = attempt
+                break
+
+    t0 = time.perf_counter()
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        await asyncio.gather(*(sender(session) for _ in range(senders)))
+    return Batches(accuracies, tries, time.perf_counter() - t0)
 
 
 def differences(pairs: list[tuple[str, str, bool]], quiet: Run, loaded: Run) -> list[str]:

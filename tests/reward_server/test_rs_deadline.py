@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import Counter
 
 import deadline_harness as DEADLINE  # tests/reward_server/, on sys.path (see conftest.py)
 import pytest
@@ -113,3 +114,38 @@ def test_verdicts_are_the_same_on_a_quiet_machine_and_beside_cpu_bound_work(make
     assert not changed, "\n".join(changed)
     # Every pair was judged, and as its corpus labels it: no timeout hides in either run.
     assert [a == 10 for a, _ in quiet.results] == [equal for *_, equal in pairs]
+
+
+@pytest.mark.slow
+def test_batches_retried_as_openrlhf_does_all_get_their_verdicts_beside_four_cpu_bound_processes(
+    make_server,
+) -> None:
+    """The corpus in batches of 32 through /get_reward, four batches in flight, each retried as
+    OpenRLHF's client retries (five tries, a second apart): beside four processes that each
+    keep a core busy (twice as many as the 2 cores), every batch gets its verdicts, and they are
+    those of a quiet machine. A check slowed past its wall-clock net by want of CPU used to
+    start again from nothing on every retry: one batch of 32 got a 503 eight times in a row."""
+    pairs = DEADLINE.BATCH_CORPUS
+    assert len(pairs) >= 400
+    first = make_server()
+    quiet = asyncio.run(DEADLINE.batches_as_openrlhf_sends(first.url, pairs, 32, 4))
+    first.stop()
+    with DEADLINE.cpu_burners(4):
+        loaded_server = make_server()
+        loaded = asyncio.run(DEADLINE.batches_as_openrlhf_sends(loaded_server.url, pairs, 32, 4))
+        load = os.getloadavg()[0]
+        timeouts = DEADLINE.timeouts_by_cause(loaded_server.url)
+    print(
+        f"\n{len(pairs)} pairs in {len(quiet.tries)} batches: quiet {quiet.seconds:.1f} s, "
+        f"tries {Counter(quiet.tries)}; beside 4 CPU-bound processes {loaded.seconds:.1f} s "
+        f"(load average {load:.1f}), tries {Counter(loaded.tries)}, nets passed {timeouts}"
+    )
+    assert 0 not in loaded.tries, f"batches that failed all five tries: {loaded.tries}"
+    assert 0 not in quiet.tries
+    changed = [
+        f"{answer!r} vs {label!r}: {a} then {b}"
+        for (answer, label, _), a, b in zip(pairs, quiet.accuracies, loaded.accuracies, strict=True)
+        if a != b
+    ]
+    assert not changed, "\n".join(changed)
+    assert [a == 10 for a in quiet.accuracies] == [equal for *_, equal in pairs]
