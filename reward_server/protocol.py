@@ -137,6 +137,7 @@ class Reason(str, Enum):
     UNPARSABLE_ANSWER = "unparsable_answer"
     UNPARSABLE_REFERENCE = "unparsable_reference"
     # Nothing to compare: the completion or the label holds no answer.
+    RESPONSE_NOT_FOUND = "response_not_found"  # its prompt was given and is not in its query
     NO_ANSWER_BLOCK = "no_answer_block"
     EMPTY_ANSWER = "empty_answer"
     NO_REFERENCE = "no_reference"
@@ -194,4 +195,11 @@ NOT_COMPUTED = frozenset(
 
 # Reasons after which an answer does not vote in maj@k: the server never judged it (no answer
 # block, an empty one, or the format gate refused it before any comparison).
-NON_VOTING = frozenset({Reason.NO_ANSWER_BLOCK, Reason.EMPTY_ANSWER, Reason.FORMAT_NOT_MET})
+NON_VOTING = frozenset(
+    {
+        Reason.RESPONSE_NOT_FOUND,
+        Reason.NO_ANSWER_BLOCK,
+        Reason.EMPTY_ANSWER,
+        Reason.FORMAT_NOT_MET,
+    }
+)

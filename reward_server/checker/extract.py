@@ -1,10 +1,7 @@
-"""Text extraction: the response from OpenRLHF's query, the answer from the response, the reference
-from the dataset label.
+"""Text extraction: the answer from the response, the reference from the dataset label (the
+response in the query is ``response.py``'s).
 
-OpenRLHF sends ``query = tokenizer.decode(prompt_ids + response_ids, skip_special_tokens=False)``
-together with the prompt string it started from. A decode round trip can change whitespace (and
-some tokenizers add a second BOS), so the prompt is located ignoring whitespace, with chat-template
-markers as the fallback. Every function here is linear in its input: they run in the event loop.
+Every function here is linear in its input: they run in the event loop.
 """
 
 from __future__ import annotations
@@ -14,118 +11,6 @@ import json
 import re
 
 from reward_server.protocol import ANSWER_CLOSE, ANSWER_OPEN
-
-# End-of-turn / end-of-text / padding tokens of common chat templates (Qwen, Llama 2/3, Mistral,
-# Gemma, Phi, DeepSeek, GPT-OSS). They are dropped from the end of a response before the format
-# check, because "...</answer><|im_end|>" still ends with the answer block.
-END_TOKENS: tuple[str, ...] = (
-    "<|im_end|>",
-    "<|eot_id|>",
-    "<|eom_id|>",
-    "<|end_of_text|>",
-    "<|endoftext|>",
-    "</s>",
-    "<end_of_turn>",
-    "<eos>",
-    "<|end|>",
-    "<|return|>",
-    "<|im_sep|>",
-    "<｜end▁of▁sentence｜>",
-    "<|end▁of▁sentence|>",
-    "<pad>",
-    "<|pad|>",
-    "<|finetune_right_pad_id|>",
-)
-
-# Where the assistant's turn starts in common chat templates; used only when the prompt cannot be
-# found in the query. The last occurrence wins.
-_ASSISTANT_MARKERS = re.compile(
-    r"<\|im_start\|>assistant\s*\n?"
-    r"|<\|start_header_id\|>assistant<\|end_header_id\|>\s*"
-    r"|<start_of_turn>model\s*\n?"
-    r"|<\|assistant\|>\s*"
-    r"|<｜Assistant｜>"
-    r"|\[/INST\]\s*"
-)
-
-_WS = re.compile(r"\s+")
-
-
-def _prompt_end(query: str, prompt: str) -> int | None:
-    """Where the response starts in ``query``: just past ``prompt``, matched with whitespace
-    ignored. None when the prompt's non-whitespace characters do not occur in order there."""
-    if query.startswith(prompt):
-        return len(prompt)
-    compact_prompt = _WS.sub("", prompt)
-    if not compact_prompt:
-        return None
-    # The first occurrence: a leading duplicated BOS shifts the prompt but does not repeat it.
-    hit = _WS.sub("", query).find(compact_prompt)
-    if hit < 0:
-        return None
-    # Map the end of the hit back to the original query: walk the non-whitespace runs.
-    remaining = hit + len(compact_prompt)
-    end = len(query)
-    for run in re.finditer(r"\S+", query):
-        if remaining <= len(run.group()):
-            end = run.start() + remaining
-            break
-        remaining -= len(run.group())
-    if prompt[-1:].isspace():
-        # The prompt's trailing whitespace (e.g. "assistant\n") may have been decoded differently.
-        while end < len(query) and query[end].isspace():
-            end += 1
-    return end
-
-
-def strip_end_tokens(text: str, extra_tokens: tuple[str, ...] | list[str] = ()) -> str:
-    """Drop trailing whitespace and end-of-turn tokens (repeatedly: '</s><pad><pad>').
-
-    One walk back from the end, copying the text once: a policy that repeats its end token
-    (800 KB of '</s>') cost a copy of the whole response per token, 1.1 s for 200,000 of them."""
-    tokens = _end_tokens(tuple(extra_tokens))
-    end = len(text)
-    last = ""  # the token found last: a run repeats one token, so it is tried first
-    while True:
-        while end and text[end - 1].isspace():
-            end -= 1
-        if last and text.endswith(last, 0, end):
-            end -= len(last)
-            continue
-        for tok in tokens:
-            if text.endswith(tok, 0, end):
-                last = tok
-                end -= len(tok)
-                break
-        else:
-            return text[:end]
-
-
-@functools.lru_cache(maxsize=64)
-def _end_tokens(extra: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(tok for tok in (*extra, *END_TOKENS) if tok)
-
-
-def split_query(
-    query: str, prompt: str | None, extra_end_tokens: tuple[str, ...] | list[str] = ()
-) -> tuple[str, str]:
-    """(what precedes the response, the response) of ``query``: the prompt located as
-    ``extract_response`` says, trailing end tokens dropped from the response. The first part is
-    where a chat template's prefilled ``<think>`` is."""
-    start: int | None = None
-    if prompt:
-        start = _prompt_end(query, prompt)
-    if start is None:
-        markers = list(_ASSISTANT_MARKERS.finditer(query))
-        start = markers[-1].end() if markers else 0
-    return query[:start], strip_end_tokens(query[start:], extra_end_tokens)
-
-
-def extract_response(
-    query: str, prompt: str | None, extra_end_tokens: tuple[str, ...] | list[str] = ()
-) -> str:
-    """The model's response inside ``query`` (prompt removed, trailing end tokens dropped)."""
-    return split_query(query, prompt, extra_end_tokens)[1]
 
 
 def answer_block(

@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 
 from reward_server.checker.grade import equivalent, symbolic_equivalent
 from reward_server.checker.pending import SymbolicCheck
+from reward_server.service import connections
 from reward_server.service.metrics import Metrics, process_exited
 from reward_server.service.middleware import BodySizeLimit, EchoRequestId, RequestMetrics
 from reward_server.service.pool import VerifierPool, die_with_parent
@@ -105,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.service = service  # what the routes' `service` dependency returns
+    connections.count_with(service.metrics.on_dropped)
     app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, unexpected_error)
     app.include_router(router)

@@ -45,6 +45,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from reward_server.service.logs import Throttled
 from reward_server.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -106,14 +107,28 @@ def limits() -> ConnectionLimits:
 _unsent = [0]
 
 
-_said: set[str] = set()
+# Refusals, one line per kind at most every minute (an attack would otherwise log a line a
+# connection).
+_refusals = Throttled(log)
+# Where this process counts requests and connections ended early
+# (``gtpo_rs_connections_dropped_total{cause}``): the app built in it (``count_with``).
+_counters: list[Callable[[str, int], None]] = []
 
 
-def _once(what: str) -> None:
-    """Log the first refusal of each kind (an attack would otherwise log a line a connection)."""
-    if what not in _said:
-        _said.add(what)
-        log.warning("%s (further ones are not logged)", what)
+def count_with(count: Callable[[str, int], None]) -> None:
+    """Count what connections drop with ``count(cause, n)`` (the app's metrics)."""
+    _counters[:] = [count]
+
+
+def _count(cause: str, n: int = 1) -> None:
+    for count in _counters:
+        count(cause, n)
+
+
+def _refused(cause: str, what: str) -> None:
+    """Count a refusal, and log its kind once a minute at most."""
+    _count(cause)
+    _refusals.warning(cause, "%s", what)
 
 
 # How often the deadlines of every connection are looked at: one sweep for all connections,
@@ -139,6 +154,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._headers_done = False
         self._too_large: str | None = None
         self._unsent = 0  # this connection's share of _unsent
+        self._answering: Any = None  # the request cycle whose answer runs (uvicorn's may be later)
 
     # ------------------------------------------------------------ connection
 
@@ -154,7 +170,25 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._deadline = None
         self._count_unsent(0)
+        # uvicorn marks only its latest request as disconnected: with requests pipelined, the
+        # one being answered is an earlier one, whose answer then went to a closed transport
+        # (a RuntimeError and two tracebacks, thousands a second from one client that sends
+        # two requests and resets). Every request of the connection is marked, and the queued
+        # ones are dropped unstarted.
+        unanswered = [c for c, _ in self.pipeline]
+        if self._answering is not None and not self._answering.response_complete:
+            unanswered.append(self._answering)
+        self.pipeline.clear()
+        for cycle in unanswered:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        if unanswered:
+            _count("client_gone", len(unanswered))
         super().connection_lost(exc)
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self._answering = cycle
+        super()._start_asgi_task(cycle, _unless_gone(cycle, app))
 
     def _make_room(self) -> None:
         """Close the connection that has waited longest without a request in progress."""
@@ -168,9 +202,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         ]
         if idle:
             oldest = min(idle, key=lambda c: c._idle_since)
-            _once(
+            _refused(
+                "connection_cap",
                 f"more than {self.limits.max_connections} connections "
-                "(GTPO_RS_MAX_CONNECTIONS): closing idle ones, oldest first"
+                "(GTPO_RS_MAX_CONNECTIONS): closing idle ones, oldest first",
             )
             oldest.transport.close()
             # No longer counted: uvloop reports a closed connection lost only later, and a
@@ -185,20 +220,22 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def _header_timeout(self) -> None:
         if self._in_request:
-            _once(f"a request's headers took over {self.limits.header_timeout_s:g} s")
+            seconds = self.limits.header_timeout_s
+            _refused("header_timeout", f"a request's headers took over {seconds:g} s")
             self._refuse(408, "request headers not received in time (GTPO_RS_HEADER_TIMEOUT_S)")
         elif not self.transport.is_closing():
             self.transport.close()  # it never sent a byte
 
     def _body_timeout(self) -> None:
-        _once(f"a request's body took over {self.limits.body_timeout_s:g} s")
+        _refused("body_timeout", f"a request's body took over {self.limits.body_timeout_s:g} s")
         if self.cycle is not None and not self.cycle.response_started:
             self._refuse(408, "request body not received in time (GTPO_RS_BODY_TIMEOUT_S)")
         elif not self.transport.is_closing():
             self.transport.close()
 
     def _send_timeout(self) -> None:
-        _once(f"a client left its answer unread for {self.limits.send_timeout_s:g} s")
+        seconds = self.limits.send_timeout_s
+        _refused("send_timeout", f"a client left its answer unread for {seconds:g} s")
         self._reset()
 
     def _reset(self) -> None:
@@ -244,7 +281,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if not self._headers_done and self._head_received > self.limits.max_header_bytes:
             self._too_large = self._head_too_large()  # one header still growing, or many
         if self._too_large is not None:
-            _once(self._too_large)
+            _refused("headers_too_large", self._too_large)
             self._refuse(431, self._too_large)
 
     def _head_too_large(self) -> str:
@@ -289,9 +326,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().pause_writing()
         self._count_unsent(self.transport.get_write_buffer_size())
         if _unsent[0] > self.limits.max_unsent_bytes:
-            _once(
+            _refused(
+                "unsent_limit",
                 f"answers waiting for their clients passed {self.limits.max_unsent_bytes} bytes "
-                "(GTPO_RS_MAX_UNSENT_BYTES)"
+                "(GTPO_RS_MAX_UNSENT_BYTES)",
             )
             self._reset()
             return
@@ -306,6 +344,20 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def _count_unsent(self, size: int) -> None:
         _unsent[0] += size - self._unsent
         self._unsent = size
+
+
+def _unless_gone(cycle: Any, app: Any) -> Any:
+    """``app``, run only if ``cycle``'s client is still there when its task starts: a client
+    that sends a request and resets at once (thousands a second) would otherwise have each
+    scored for nobody, and hold the event loop that answers everyone else."""
+
+    async def run(scope: Any, receive: Any, send: Any) -> None:
+        # uvloop closes the transport of a reset connection at once, and tells the protocol
+        # (connection_lost) only later: after this task's first step when both came in one read
+        if not cycle.disconnected and not cycle.transport.is_closing():
+            await app(scope, receive, send)
+
+    return run
 
 
 def _sweep(server_state: Any, loop: asyncio.AbstractEventLoop) -> None:

@@ -19,6 +19,7 @@ from prometheus_client import (
     multiprocess,
 )
 
+from reward_server.checker.response import Start
 from reward_server.service.pool import CAUSE_CPU, CAUSE_QUEUE, CAUSE_WALL
 
 
@@ -42,6 +43,15 @@ class Metrics:
         self.verdicts = Counter(
             "gtpo_rs_verdicts", "Accuracy verdicts by reason", ["reason"], registry=r
         )
+        self.responses = Counter(
+            "gtpo_rs_responses",
+            "Where each scored completion's response was found to start: prompt, chat_header, "
+            "whole_query, or not_found (a prompt given and not in its query: scored 0)",
+            ["start"],
+            registry=r,
+        )
+        for start in Start:
+            self.responses.labels(start.value)  # exported at 0 from the start
         self.format_scores = Counter(
             "gtpo_rs_format", "Format verdicts by reason", ["reason"], registry=r
         )
@@ -65,6 +75,14 @@ class Metrics:
             "Items scored 0 because reading or checking them raised, by stage (response, "
             "answer, reference, check) and exception type",
             ["stage", "error"],
+            registry=r,
+        )
+        self.dropped = Counter(
+            "gtpo_rs_connections_dropped",
+            "Requests and connections ended before an answer, by cause: client_gone (requests "
+            "whose client went away first, pipelined ones included), header_timeout, "
+            "body_timeout, send_timeout, unsent_limit, headers_too_large, connection_cap",
+            ["cause"],
             registry=r,
         )
         self.cache = Counter(
@@ -135,6 +153,9 @@ class Metrics:
 
     def on_timeout(self, cause: str) -> None:
         self.timeouts.labels(cause).inc()
+
+    def on_dropped(self, cause: str, n: int) -> None:
+        self.dropped.labels(cause).inc(n)
 
     def on_item_error(self, stage: str, error: str) -> None:
         self.item_errors.labels(stage, error).inc()

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ValidationError
 from starlette.types import Scope
 
+from reward_server.checker.response import Start
 from reward_server.protocol import (
     NOT_COMPUTED,
     RESPONSE_FORMATS,
@@ -26,6 +27,7 @@ from reward_server.protocol import (
     accuracy_score,
     response_format,
 )
+from reward_server.service.logs import Throttled
 from reward_server.service.metrics import Metrics, exposition
 from reward_server.service.pool import VerifierPool
 from reward_server.service.schemas import (
@@ -44,6 +46,7 @@ from reward_server.service.settings import Settings
 from reward_server.service.verify import Verifier
 
 log = logging.getLogger(__name__)
+_throttled = Throttled(log)
 
 
 @dataclass(frozen=True)
@@ -254,11 +257,32 @@ async def _score_counted(
         body.query, body.prompts, body.labels, fmt, client=client_of(request)
     )
     svc.metrics.items.inc(len(items))
+    not_found = 0
     for it in items:
         svc.metrics.verdicts.labels(it.reason).inc()
         svc.metrics.format_scores.labels(it.format_reason).inc()
+        svc.metrics.responses.labels(it.response_start).inc()
+        not_found += it.response_start == Start.NOT_FOUND
+    if not_found:
+        first = next(i for i, it in enumerate(items) if it.response_start == Start.NOT_FOUND)
+        _throttled.warning(
+            "response_not_found",
+            "%d of %d responses not found: prompts[%d] (%r) is not in its query (%r), which has "
+            "no assistant header either; those items score 0 (response_not_found, counted in "
+            "gtpo_rs_responses_total). Send each query's own prompt as 'prompts', or leave "
+            "'prompts' out when the queries are the responses alone",
+            not_found, len(items), first, _excerpt(body.prompts[first] if body.prompts else ""),
+            _excerpt(body.query[first]),
+        )  # fmt: skip
     _computed([it.reason for it in items], svc)
     return items
+
+
+def _excerpt(text: str, chars: int = 60) -> str:
+    """The start and end of ``text`` for a log line."""
+    if len(text) <= 2 * chars:
+        return text
+    return f"{text[:chars]}…{text[-chars:]}"
 
 
 @_post("/get_reward", RewardResponse, RewardRequest)

@@ -84,7 +84,15 @@ class RewardResponse(BaseModel):
 class ItemScore(BaseModel):
     """The full verdict for one item of ``/v1/score``."""
 
-    response: str = Field(..., description="The response after prompt and end tokens removal.")
+    response: str = Field(
+        ..., description="The response after prompt and end tokens removal ('' when not found)."
+    )
+    response_start: str = Field(
+        ...,
+        description="Where the response was found: prompt (past the prompt), chat_header (past "
+        "the last assistant header), whole_query (no prompt, no header), not_found (the prompt "
+        "is not in the query: nothing scored).",
+    )
     response_format: str = Field(..., description="The response format it was scored in.")
     answer: str | None = Field(
         ..., description="The final answer, unwrapped (paper: the last <answer> block)."

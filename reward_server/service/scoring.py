@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from reward_server.checker.compare import Verdict
-from reward_server.checker.extract import split_query
 from reward_server.checker.format import FormatResult, opens_reasoning
 from reward_server.checker.grade import (
     Check,
@@ -39,6 +38,7 @@ from reward_server.checker.grade import (
     equivalent_or_error,
     grade,
 )
+from reward_server.checker.response import Start, locate
 from reward_server.protocol import ACCURACY_CORRECT, Reason, ResponseFormat, response_format
 from reward_server.service.schemas import ItemScore, Label
 from reward_server.service.settings import Settings
@@ -86,9 +86,11 @@ class ItemErrors:
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 3 us a request
 class ItemRead:
-    """One completion read: its response, its format's name and what grading it found."""
+    """One completion read: its response, where it starts, its format's name and what grading
+    it found."""
 
     response: str
+    response_start: Start
     response_format: str
     grading: Grading
 
@@ -213,17 +215,21 @@ class Scorer:
         """Everything about one completion that needs no worker (see the module)."""
         fmt = fmt or self.response_format
         try:
-            before, response = split_query(query, prompt, self._end_tokens)
-            prefilled = opens_reasoning(before, fmt)
+            located = locate(query, prompt, self._end_tokens)
+            response = located.response
+            if response is None:  # never the query's text: that would score the prompt
+                return ItemRead("", located.start, fmt.name, _NOT_FOUND)
+            prefilled = opens_reasoning(located.before, fmt)
         except Exception as exc:
             self.errors.report("response", exc)
             no_format = FormatResult(0.0, "response_error")
-            return ItemRead(query, fmt.name, Grading(no_format, None, None, Reason.ANSWER_ERROR))
+            grading = Grading(no_format, None, None, Reason.ANSWER_ERROR)
+            return ItemRead("", Start.NOT_FOUND, fmt.name, grading)
         rules = self._rules if fmt is self._rules.fmt else replace(self._rules, fmt=fmt)
         grading = grade(response, label, rules, prefilled=prefilled)
         if grading.error is not None:
             self.errors.report(*grading.error)
-        return ItemRead(response, fmt.name, grading)
+        return ItemRead(response, located.start, fmt.name, grading)
 
     async def judge(
         self, item: ItemRead, deadline: float | None = None, client: Hashable = None
@@ -245,6 +251,7 @@ class Scorer:
         accuracy = ACCURACY_CORRECT if equal else 0.0
         return ItemScore(
             response=item.response,
+            response_start=item.response_start,
             response_format=item.response_format,
             answer=grading.answer,
             reference=grading.reference,
@@ -261,6 +268,12 @@ class Scorer:
         except Exception as exc:
             self.errors.report("check", exc)
             return Verdict(False, Reason.CHECK_ERROR)
+
+
+# A prompt given and not found in its query (``response.Start.NOT_FOUND``): no format, no answer.
+_NOT_FOUND = Grading(
+    FormatResult(0.0, Reason.RESPONSE_NOT_FOUND.value), None, None, Reason.RESPONSE_NOT_FOUND
+)
 
 
 def _pair_chars(pair: tuple[str, str]) -> int:

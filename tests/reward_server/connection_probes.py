@@ -11,7 +11,9 @@ memory the server process holds meanwhile (its PSS, sampled):
 - ``few_descriptors``: a server allowed 256 file descriptors, 300 silent sockets, then real
   requests;
 - ``supervisor_killed``: ``kill -9`` of the uvicorn supervisor of ``--workers 2``, then a
-  restart on the same port.
+  restart on the same port;
+- ``churn``: one client thread sending two pipelined requests and resetting, again and again,
+  while another asks ``/healthz`` on a kept-alive connection.
 
 The slow tests (test_rs_probes.py) assert on what these return; benchmarks/
 reward_server_probes.py prints them, for this checkout and an older one side by side.
@@ -388,3 +390,61 @@ def _uvicorn_workers(supervisor: int) -> list[int]:
     for task in Path(f"/proc/{supervisor}/task").glob("*"):
         children += [int(c) for c in (task / "children").read_text().split()]
     return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+@dataclass
+class Churned:
+    connections: int  # the churning client's connections
+    healthz: list[float]  # seconds of each /healthz meanwhile
+    tracebacks: int  # in the server's log, during the churn
+    log_lines: int  # written to the server's log during the churn
+
+    def p(self, q: float) -> float:
+        ordered = sorted(self.healthz)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def churn(url: str, log: Path, seconds: float = 5.0) -> Churned:
+    """Two pipelined ``/get_reward`` requests, then a reset (SO_LINGER 0: an RST, not a FIN),
+    on a new connection each time, from one thread for ``seconds``; meanwhile ``/healthz`` on
+    one kept-alive connection every 50 ms. What the server logged meanwhile is read from
+    ``log``."""
+    import httpx
+
+    body = json.dumps({"query": ["<answer>4</answer>"], "labels": ["4"]}).encode()
+    request = _head("/get_reward", len(body)) + body
+    linger = (1).to_bytes(4, "little") + (0).to_bytes(4, "little")  # struct linger {1, 0}
+    before = log.read_bytes() if log.exists() else b""
+    stop = threading.Event()
+    count = [0]
+
+    def churning() -> None:
+        while not stop.is_set():
+            sock = socket.socket()
+            try:
+                sock.connect(_address(url))
+                sock.sendall(request * 2)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            except OSError:
+                pass
+            finally:
+                sock.close()
+            count[0] += 1
+
+    client = threading.Thread(target=churning, daemon=True)
+    client.start()
+    healthz: list[float] = []
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                started = time.perf_counter()
+                http.get("/healthz").raise_for_status()
+                healthz.append(time.perf_counter() - started)
+                time.sleep(0.05)
+    finally:
+        stop.set()
+        client.join()
+    time.sleep(1.0)  # what the last connections made the server log
+    during = log.read_bytes()[len(before) :].decode(errors="replace")
+    return Churned(count[0], healthz, during.count("Traceback"), len(during.splitlines()))

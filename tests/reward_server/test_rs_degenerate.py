@@ -13,8 +13,8 @@ import pytest
 
 from reward_server.checker import grade
 from reward_server.checker.compare import Verdict
-from reward_server.checker.extract import strip_end_tokens
 from reward_server.checker.pending import SymbolicCheck
+from reward_server.checker.response import strip_end_tokens
 from reward_server.protocol import response_format
 from reward_server.service.metrics import Metrics
 from reward_server.service.scoring import ItemErrors, Scorer

@@ -6,13 +6,8 @@ import time
 
 import pytest
 
-from reward_server.checker.extract import (
-    answer_block,
-    extract_answer,
-    extract_reference,
-    extract_response,
-    strip_end_tokens,
-)
+from reward_server.checker.extract import answer_block, extract_answer, extract_reference
+from reward_server.checker.response import extract_response, strip_end_tokens
 
 RESPONSE = "<reasoning>\n2 + 2 = 4\n</reasoning>\n<answer>\n4\n</answer>"
 

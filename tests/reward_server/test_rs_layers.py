@@ -15,7 +15,7 @@ PACKAGE = Path(reward_server.__file__).parent
 COMPARING = {"compare", "decide", "symbolic", "grade"}
 # What the service may take from the checker: its front door, the types its results carry, where
 # a response starts in a query, the format profiles' tags, and the worker's warm-up.
-FRONT_DOOR = {"grade", "compare", "pending", "extract", "format", "symbolic"}
+FRONT_DOOR = {"grade", "compare", "pending", "response", "format", "symbolic"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -134,3 +134,25 @@ def test_a_restart_binds_the_port_after_kill_9_of_the_supervisor(harness) -> Non
     assert report.workers == 2
     assert report.port_free_s < MARGIN_S and report.workers_left == 0
     assert report.restarted
+
+
+def test_a_client_that_resets_pipelined_requests_is_counted_not_logged(server, tmp_path) -> None:
+    """Two pipelined /get_reward requests then a reset, again and again from one thread. Before:
+    every connection logged two tracebacks (an answer written to a closed transport), 8,800 in
+    10 s, 38 MB of log, and /healthz took seconds. Now each unanswered request is counted in
+    gtpo_rs_connections_dropped_total{cause="client_gone"}, not scored, and not logged."""
+    import httpx
+
+    _, url = server()
+    report = CONN.churn(url, tmp_path / "servers.log")
+    metrics = httpx.get(f"{url}/metrics", timeout=10).text
+    gone = [line for line in metrics.splitlines() if 'cause="client_gone"' in line]
+    print(
+        f"\n{report.connections} connections in 5 s; /healthz p50 {report.p(0.5) * 1e3:.1f} ms,"
+        f" p90 {report.p(0.9) * 1e3:.1f} ms, max {max(report.healthz) * 1e3:.0f} ms; "
+        f"{report.tracebacks} tracebacks, {report.log_lines} log lines; {gone}"
+    )
+    assert report.connections > 500
+    assert report.tracebacks == 0 and report.log_lines < 20
+    assert gone and float(gone[0].split()[-1]) > 0
+    assert report.p(0.9) < 0.05
