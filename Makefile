@@ -54,9 +54,10 @@ install: $(STAMP)
 test: install
 	$(STRICT) $(PYTHON) -m pytest
 
-# The slowest tests' times are printed, so that a run's report says where the stage's time went.
+# Two pytest processes side by side, the documented commands and every other slow suite
+# (tests/slow_stage.py); each prints its slowest tests, so a run's report says where the time went.
 test-slow: install
-	$(STRICT) $(PYTHON) -m pytest -m "slow and not docker" --durations=15
+	$(STRICT) $(PYTHON) tests/slow_stage.py
 
 # On a machine with one CUDA GPU and no network (docs/benchmarks.md, "On a GPU": the wheels to
 # carry): GTPO's core and the TRL loop on CUDA at the real model's shape, then the TRL step cost

@@ -154,7 +154,13 @@ def math_verify_sequential(items: list[Item]) -> tuple[float, int]:
     """Completions/s of the usual in-process use of math-verify: parse the reference, parse the
     answer block (or the whole response when there is none), verify. Also returns how many
     verdicts differ from the expected ones (format gating applied the same way)."""
-    from math_verify import parse, verify
+    try:
+        from math_verify import parse, verify
+    except ImportError:
+        sys.exit(
+            "the baseline is math-verify, not installed here: "
+            "pip install 'math-verify[antlr4_13_2]>=0.7'"
+        )
     from math_verify.parser import parse_expr_cached, parse_latex_cached
     from sympy.core.cache import clear_cache
 

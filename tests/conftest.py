@@ -70,4 +70,5 @@ def docs_run(real_model, tmp_path_factory, request):
         report = run.report.markdown()
         (root / "documented-commands.md").write_text(report)
         print(f"\nThe documented commands, as run ({root / 'documented-commands.md'}):\n{report}")
+        print(f"\n{run.report.slowest()}")
     run.release()

@@ -70,6 +70,15 @@ class Report:
     def add(self, where: str, stage: str, time_: str, what: str) -> None:
         self.rows.append((where, stage, time_, what))
 
+    def slowest(self, n: int = 10) -> str:
+        """The `n` commands that took longest, slowest first, with their times."""
+        timed = [(float(t.removesuffix(" s")), w) for w, _, t, _ in self.rows if t.endswith(" s")]
+        timed.sort(reverse=True)
+        total = sum(seconds for seconds, _ in timed)
+        lines = [f"{seconds:6.0f} s  {where}" for seconds, where in timed[:n]]
+        head = f"{len(timed)} commands ran in {total / 60:.1f} min; the slowest:"
+        return "\n".join([head, *lines])
+
     def markdown(self) -> str:
         lines = ["| command | stage | time | what ran |", "| --- | --- | --- | --- |"]
         lines += [f"| {w} | {s} | {t} | {x} |" for w, s, t, x in self.rows]
