@@ -7,6 +7,7 @@ import ipaddress
 import logging
 import os
 import shutil
+import signal
 import tempfile
 
 import uvicorn
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ[SUPERVISOR_PID] = str(os.getpid())
     else:
         os.environ.pop(SUPERVISOR_PID, None)
+    _stop_with_status_0()
     try:
         _serve(args)
     finally:
@@ -91,6 +93,22 @@ def loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False  # a host name: whatever it resolves to
+
+
+def _stop_with_status_0() -> None:
+    """End with status 0 after a graceful stop on SIGTERM or SIGINT, with one process or several.
+
+    uvicorn's supervisor of several workers exits 0; a single uvicorn process re-raises the
+    signal once it has shut down, under the handler found before it started: Python's default
+    would end it with 143 (SIGTERM) or a KeyboardInterrupt traceback (SIGINT). A supervisor
+    (systemd, Slurm, Kubernetes) would then report the same clean stop differently by the
+    number of workers."""
+
+    def stopped(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, stopped)
 
 
 def _serve(args: argparse.Namespace) -> None:

@@ -12,6 +12,7 @@ import re
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import unquote_plus
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -140,17 +141,29 @@ def end_with_supervisor() -> None:
 
 
 class HideTokens(logging.Filter):
-    """Write every ``token=`` of a logged URL as ``token=***`` (uvicorn's access log records
-    the path with its query, where clients that cannot send headers put the token)."""
+    """Write the value of every query parameter named ``token`` in a logged URL as ``***``,
+    whatever its spelling (``?token=``, ``?%74oken=``, ``?to%6Ben=``: the server reads them all
+    as the token, ``routes.query_pairs``). uvicorn's access log records the path with its query,
+    where clients that cannot send headers put the token."""
 
-    _TOKEN = re.compile(r"(?<=[?&]token=)[^&\s\"]*")
+    _PARAMETER = re.compile(r"(?<=[?&;])([^=&;\s\"]*)=([^&;\s\"]*)")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(
-                self._TOKEN.sub("***", a) if isinstance(a, str) else a for a in record.args
-            )
+            record.args = tuple(self.mask(a) if isinstance(a, str) else a for a in record.args)
         return True
+
+    @classmethod
+    def mask(cls, text: str) -> str:
+        if "=" not in text:
+            return text
+
+        def hidden(match: re.Match[str]) -> str:
+            if unquote_plus(match.group(1)).strip() == "token":
+                return f"{match.group(1)}=***"
+            return match.group(0)
+
+        return cls._PARAMETER.sub(hidden, text)
 
 
 def app_from_env() -> FastAPI:

@@ -1,8 +1,8 @@
 """Imported only by the multiprocessing forkserver (``set_forkserver_preload`` in pool.py).
 
-Two jobs, both done once in the forkserver so that every worker forked from it inherits them:
+Three jobs, done once in the forkserver so that every worker forked from it inherits them:
 
-* Warm sympy and the LaTeX grammar (``symbolic.warm_up``): cold, the first checks of a new worker
+* Warm sympy and the answer grammar (``symbolic.warm_up``): cold, the first checks of a new worker
   take 100-300 ms each; forked from a warm forkserver, a fresh or replacement worker is fast at
   once, which keeps tail latency low after a worker was killed.
 * Die with the server. Workers are children of the forkserver, not of the server, and the
@@ -11,14 +11,21 @@ Two jobs, both done once in the forkserver so that every worker forked from it i
   kill the forkserver when the server dies breaks that cycle: the workers' own death signal (set
   in ``pool._worker_main``) then fires. The server starts the forkserver from its event-loop
   thread (``VerifierPool.start``) because the death signal follows the thread that forked it.
+* Outlast a stop signal sent to the server's whole process group (below).
 """
 
 import gc
+import signal
 
 from reward_server.checker.symbolic import warm_up
 from reward_server.service.pool import die_with_parent
 
 die_with_parent()
+# A stop signal sent to the whole process group (systemd, Slurm, `kill -- -PGID`, Ctrl-C) must
+# not end the forkserver before the server: the pool would start a new one to replace workers,
+# and it would outlive the server. It ends when the server does (its "alive" pipe closes).
+for stop in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(stop, signal.SIG_IGN)
 warm_up()
 # Everything imported and cached so far lives as long as the workers: keep it out of their
 # garbage collections (which would otherwise scan, and copy-on-write fault, the whole

@@ -151,8 +151,11 @@ def _worker_main(
     # the cost guard refuses at once.
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
-    # Ctrl-C reaches the whole process group; shutting workers down is the parent's job.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C, and the SIGTERM that systemd, Slurm or `kill -- -PGID` send, reach the whole
+    # process group: a worker that died of it would be replaced while the server drains its
+    # requests. Ending workers is the server's job (``close``; the death signal above).
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
     # The CPU budget: SIGPROF's default action ends the process, which the pool reads from the
     # exit status. No Python handler: it would only run between bytecodes, never inside a long
     # C call (big-integer arithmetic), which is where a costly check spends its time.
@@ -169,7 +172,10 @@ def _worker_main(
         target(SymbolicCheck("1", "1"))  # import and warm the parser before reporting ready
     except Exception:
         log.exception("verification worker warm-up failed")
-    conn.send(("ready", os.getpid()))
+    try:
+        conn.send(("ready", os.getpid()))
+    except OSError:
+        return  # the server gave up on this worker (its start-up took too long, or it is closing)
     while True:
         try:
             msg = conn.recv()

@@ -163,6 +163,13 @@ class Settings(BaseSettings):
                 "GTPO_RS_API_TOKEN is set but empty: set it to a secret, or unset it to serve "
                 "without a token"
             )
+        # HTTP trims a header's value, so a token with spaces or a newline at either end (a
+        # secret file read with its newline) would refuse every Bearer client.
+        if token is not None and token.get_secret_value() != token.get_secret_value().strip():
+            raise ValueError(
+                "GTPO_RS_API_TOKEN has spaces or a newline at its start or end, which no "
+                "Authorization header can carry: remove them"
+            )
         return token
 
     @model_validator(mode="after")

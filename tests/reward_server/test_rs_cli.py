@@ -101,6 +101,17 @@ def test_an_empty_token_is_refused_at_start(monkeypatch: pytest.MonkeyPatch, val
         main(["--port", "8125"])
 
 
+@pytest.mark.parametrize("value", [" s3cret", "s3cret\n", "s3cret "])
+def test_a_token_with_spaces_at_its_ends_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """HTTP trims header values: such a token refused every Bearer client with 401."""
+    monkeypatch.setenv("GTPO_RS_API_TOKEN", value)
+    monkeypatch.setattr("uvicorn.run", lambda app, **kw: pytest.fail("the server started"))
+    with pytest.raises(ValueError, match="spaces or a newline at its start or end"):
+        main(["--port", "8125"])
+
+
 @pytest.mark.parametrize(
     ("host", "token", "warned"),
     [

@@ -469,7 +469,49 @@ def test_the_access_log_never_records_a_token(make_server) -> None:
     body = {"query": [R + "<answer>4</answer>"], "labels": ["4"]}
     assert post(srv, "/get_reward?format=paper&token=s3cret", body).status_code == 200
     assert post(srv, "/get_reward?token=s3cretx", body).status_code == 401
+    # Every spelling the server reads as the token is masked (before: accepted, logged in clear)
+    for spelling in ("%74oken", "to%6Ben", "%74%6F%6B%65%6E"):
+        assert post(srv, f"/get_reward?{spelling}=s3cret", body).status_code == 200
     srv.stop()
     log = srv.log.read_text()
     assert "/get_reward?format=paper&token=*** HTTP/1.1" in log, log[-2000:]
+    assert "/get_reward?%74oken=*** HTTP/1.1" in log, log[-2000:]
     assert "s3cret" not in log
+
+
+@pytest.mark.parametrize(
+    ("headers", "query", "status"),
+    [
+        ({"Authorization": "Bearer s3cret"}, "", 200),
+        ({}, "?token=s3cret", 200),
+        ({"Authorization": "bearer   s3cret"}, "", 200),
+        # An Authorization header decides alone: before, an empty or wrong Bearer beside a
+        # right ?token passed.
+        ({"Authorization": "Bearer"}, "?token=s3cret", 401),  # an empty Bearer, trimmed
+        ({"Authorization": "Bearer nope"}, "?token=s3cret", 401),
+        ({"Authorization": "Basic czNjcmV0"}, "?token=s3cret", 401),
+        ({}, "?token=", 401),
+    ],
+)
+def test_the_token_comes_from_the_header_when_there_is_one(
+    secured_server, headers: dict, query: str, status: int
+) -> None:
+    body = {"query": [R + "<answer>4</answer>"], "labels": ["4"]}
+    reply = httpx.post(f"{secured_server.url}/get_reward{query}", json=body, headers=headers)
+    assert reply.status_code == status, reply.text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"query": ["<answer>5</answer>"], "labels": ["4"], "labels": ["5"]}',
+        b'{"query": ["<answer>5</answer>"], "labels": ["4"], "\\u006cabels": ["5"]}',
+        b'{"pairs": [{"answer": "5", "reference": "4", "reference": "5"}]}',
+    ],
+)
+def test_a_key_given_twice_is_refused_not_overwritten(server, raw: bytes) -> None:
+    """Before: the last one won, also spelled with an escape, and the wrong label was scored."""
+    path = "/v1/equivalent" if b"pairs" in raw else "/get_reward"
+    reply = httpx.post(server.url + path, content=raw, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 422, reply.text
+    assert "is given twice in one object" in reply.json()["detail"], reply.text
