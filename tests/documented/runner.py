@@ -203,7 +203,7 @@ class Session:
         sub = substitute(command, argv, self.context)
         env.update({k: v for k, v in command.env})
         env = _merge_env(env, sub.env)
-        if argv[0] == "gtpo-openrlhf" and wrap is None:
+        if argv[0] == "gtpo-openrlhf" and wrap is None and "--dry-run" not in sub.argv:
             self._ray_head(env)  # its workers inherit the command's environment
             env["RAY_ADDRESS"] = self.ray_address or ""
         key = (tuple(sub.argv), tuple(sorted(sub.env.items())), tuple(wrap or ()))

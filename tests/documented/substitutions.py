@@ -11,7 +11,8 @@ change beside the command it changed. A rule belongs to one of six kinds:
 - hosts: addresses, ports, shared storage and outside services (W&B) of a cluster;
 - data: a hub dataset becomes a fixture file in the hub's row format (tests/documented/fixtures);
 - cpu: what a CPU needs in place of CUDA: engine switches, the stand-ins of tests/standins,
-  CPU builds of packages.
+  CPU builds of packages;
+- covered: a training run that other runs cover in full runs as `--dry-run` (`COVERED`).
 
 Every other flag and line runs as written. `GPU_ONLY` lists the commands that cannot run on a
 CPU, each with its reason; `CI_STAGES` the commands that are CI's own stages.
@@ -20,6 +21,7 @@ CPU, each with its reason; `CI_STAGES` the commands that are CI's own stages.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import sys
 from collections.abc import Callable
@@ -32,7 +34,7 @@ STANDINS = ROOT / "tests" / "standins"
 FIT_SITE = ROOT / "tests" / "openrlhf" / "fit_site"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
-KINDS = ("model", "gpus", "sizes", "hosts", "data", "cpu")
+KINDS = ("model", "gpus", "sizes", "hosts", "data", "cpu", "covered")
 
 NEW_TOKENS = 32  # completions, in training and evaluation
 EVAL_PROMPTS = 4
@@ -539,6 +541,37 @@ CI_STAGES: dict[str, str] = {
 }
 
 
+# Documented training runs that other runs cover in full, after the table: CI runs each as
+# `--dry-run` (every flag read and checked, the memory planned, nothing started; the default
+# stage also dry-runs it as written, with the real model's config) and its report says what
+# covers it. Keyed by page and a flag and value that pick one command there
+# (test_documented_dry_runs.py: each picks exactly one).
+COVERED: dict[tuple[str, str, str], str] = {
+    ("recipes/grpo-ab.md", "--logger.wandb.run_name", "gtpo"): (
+        "README.md's GTPO run (after the table, the same launch: the same model, one step of "
+        "the same sizes, the colocated layout with sleep mode)"
+    ),
+    ("recipes/grpo-ab.md", "--logger.wandb.run_name", "grpo"): (
+        "the page's GRPO run with a KL term (the same baseline with a reference model added) "
+        "and tests/openrlhf/test_orl_fit.py's grpo-reference-kl (OpenRLHF's advantages left "
+        "untouched, checked on every token)"
+    ),
+    ("recipes/paper.md", "--gtpo.entropy_form", "advantage"): (
+        "the page's first run (QLoRA, colocated, sleep mode) and tests/openrlhf/test_orl_fit.py's "
+        "test_authors_variant_dr_grpo_and_advantage_form (dr_grpo and the advantage form in "
+        "OpenRLHF's loop, every token's advantage recomputed from the paper's loops)"
+    ),
+}
+
+
+def covered(command: Command) -> str | None:
+    """What covers `command` in full (`COVERED`), or None."""
+    for (page, flag, value), by in COVERED.items():
+        if command.page == page and (flag, value) in itertools.pairwise(command.argv):
+            return by
+    return None
+
+
 def not_run(command: Command) -> str | None:
     """Why `command` does not run here (GPU_ONLY, CI_STAGES), or None."""
     for words, reason in GPU_ONLY.items():
@@ -563,6 +596,9 @@ def substitute(command: Command, argv: list[str], ctx: Context) -> Substituted:
     for rule in SUBSTITUTIONS:
         if program in rule.programs:
             rule.change(Edit(sub, rule.kind, rule.why, start), ctx)
+    by = covered(command) if program == LAUNCHER else None
+    if by is not None:
+        Edit(sub, "covered", f"covered by {by}", start).switch("--dry-run")
     sub.argv = _globbed(sub.argv, ctx.workdir)
     return sub
 

@@ -9,6 +9,7 @@ it is not, and no rule of the table is stale.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from documented import pages
 from documented.substitutions import (
+    COVERED,
     KINDS,
     PYTHON_SUBSTITUTIONS,
     SUBSTITUTIONS,
@@ -140,6 +142,19 @@ def test_every_command_runs_in_a_stage_or_says_why_not():
     # Two reasons: CUDA itself, and the GPU image (NVIDIA's base image and container runtime).
     gpu_only = {r for _, r in skipped if "CI's" not in r}
     assert len(gpu_only) <= 2, gpu_only
+
+
+def test_each_covered_run_picks_one_documented_training_command():
+    """substitutions.COVERED: a key that picks no command (the page changed) or several would
+    leave a run unchecked or dry-run one nobody meant."""
+    picked: dict[tuple[str, str, str], list[str]] = {key: [] for key in COVERED}
+    for command in pages.all_commands():
+        for key in COVERED:
+            page, flag, value = key
+            pairs = itertools.pairwise(command.argv)
+            if command.page == page and (flag, value) in pairs and LAUNCHER in command.argv:
+                picked[key].append(command.where)
+    assert all(len(where) == 1 for where in picked.values()), picked
 
 
 def test_every_rule_of_the_table_changes_a_documented_command(tmp_path):

@@ -21,7 +21,11 @@ PAGES = [str(p.relative_to(pages.ROOT)) for p in pages.pages()]
 # What a command's output must show beyond its exit status: (which commands, what they print).
 SHOWS = [
     # It trained a step (a resume: the step after its checkpoint, below).
-    (lambda argv: "gtpo-openrlhf" in argv and "--ckpt.load_enable" not in argv, ["Global step 1"]),
+    (lambda argv: "gtpo-openrlhf" in argv and not {"--ckpt.load_enable", "--dry-run"} & set(argv),
+     ["Global step 1"]),
+    # A run other runs cover (substitutions.COVERED): its plan, every check passed.
+    (lambda argv: "gtpo-openrlhf" in argv and "--dry-run" in argv,
+     ["every check passed", "nothing started"]),
     (lambda argv: "--ckpt.load_enable" in argv,  # a resume continues after its checkpoint
      ["restored from the checkpoint", "Global step 2"]),
     (lambda argv: argv[:2] == ["gtpo", "eval"], ["pass@1"]),

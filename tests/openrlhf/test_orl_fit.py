@@ -202,35 +202,14 @@ def test_resume_restores_h_ini(gtpo_run, fixture_files, reward_server, tmp_path)
 
 
 # name: (flags set or added, switches added, logical GPUs Ray needs)
+#
+# H_ini's forwards over two ranks (2 ranks under ZeRO-3 with micro-batches that split 2 and 1;
+# fewer micro-batches than ranks) no longer have runs of their own here: every rank's count of
+# forwards, whatever the prompts, G, micro-batch size and ranks, is checked against OpenRLHF's
+# own dispatch code in the default stage (test_orl_h_ini_dispatch.py), and uneven forwards
+# under ZeRO-3's all-gather run end to end in test_orl_real_model.py's
+# test_two_ranks_zero3_with_uneven_experience_forwards (two ranks, 7 micro-batches split 4 and 3).
 VARIANTS = {
-    # 2 data-parallel ranks under ZeRO-3 (a parameter all-gather in every forward), with H_ini's
-    # 3 × G = 12 samples in 3 micro-batches of 4, which OpenRLHF's dispatch splits 2 and 1: the
-    # rank with one forward used to wait on the other until the collective timeout.
-    "zero3-two-ranks-uneven-h-ini": (
-        {
-            "--ds.zero_stage": "3",
-            "--actor.num_gpus_per_node": "2",
-            "--rollout.micro_batch_size": "4",
-            "--train.micro_batch_size": "8",
-            "--gtpo.h_ini_prompts": "3",
-        },
-        ["--actor.gradient_checkpointing_enable"],
-        3,
-    ),
-    # 2 ranks, H_ini's 1 × G = 4 samples in one micro-batch: fewer micro-batches than ranks used
-    # to raise a ValueError before step 1. (Training's own micro-batches split evenly: 16 rows in
-    # micro-batches of 4. With 3 the ranks get 9 and 7 rows, 1 and 0 training micro-batches of 8,
-    # and OpenRLHF hangs in ppo_train: the launcher refuses that, test_orl_flags.py.)
-    "two-ranks-fewer-h-ini-micro-batches": (
-        {
-            "--actor.num_gpus_per_node": "2",
-            "--rollout.micro_batch_size": "4",
-            "--train.micro_batch_size": "8",
-            "--gtpo.h_ini_prompts": "1",
-        },
-        [],
-        3,
-    ),
     # (The colocated layout with sleep mode: every documented command runs it, in the slow
     # stage's docs run, tests/documented.)
     "grpo-reference-kl": (

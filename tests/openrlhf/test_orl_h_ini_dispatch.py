@@ -8,8 +8,8 @@ micro-batches (`Experience.concat_experiences`), `RayActorGroup.async_run_method
 them into one chunk per rank exactly as it does on a cluster, and `flatten_results` (OpenRLHF's
 `_flatten_results`) gathers them. Only the Ray actors are replaced, by handlers that record what
 each rank was given and answer with a known entropy per sample (a rank needs a GPU; `ray.put`
-and `ray.get` pass values through). The end-to-end runs (2 ranks under ZeRO-3, fewer
-micro-batches than ranks) are in test_orl_fit.py.
+and `ray.get` pass values through). End to end, H_ini's forwards split 2 and 1 over two ranks
+under ZeRO-3 in test_orl_real_model.py (slow stage).
 """
 
 from __future__ import annotations

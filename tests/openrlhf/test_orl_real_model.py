@@ -292,7 +292,8 @@ def test_two_ranks_zero3_with_uneven_experience_forwards(fixture_files, proxy, t
     """5 prompts × G = 4 in rollout micro-batches of 3: 7 micro-batches, which OpenRLHF's
     dispatch splits 4 and 3 over the two ranks (training: 12 and 8 rows, one micro-batch of 8
     each). GTPO pads the experience forwards to 4 and 4; the run completes its steps with λ·δ
-    the paper's on every token."""
+    the paper's on every token. H_ini's 2 prompts × G make 3 micro-batches, split 2 and 1: the
+    rank with one forward used to wait on the other's all-gather until the collective timeout."""
     argv = with_flags(
         real_model_argv(fixture_files, proxy.url, tmp_path),
         {
@@ -304,7 +305,7 @@ def test_two_ranks_zero3_with_uneven_experience_forwards(fixture_files, proxy, t
             "--rollout.max_new_tokens": "32",
             "--train.batch_size": "16",  # DeepSpeed: micro-batch × ranks
             "--train.micro_batch_size": "8",
-            "--gtpo.h_ini_prompts": "1",
+            "--gtpo.h_ini_prompts": "2",
             "--vllm.num_engines": "2",
         },
     )
