@@ -5,12 +5,14 @@ Pure ASGI classes (no per-request task, unlike ``BaseHTTPMiddleware``); ``app.py
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reward_server.service import memory
 from reward_server.service.metrics import Metrics
 
 
@@ -24,7 +26,9 @@ class BodySizeLimit:
     buffering anything (24 unauthenticated connections each holding 15 MB of a 16 MB body held
     345 MB); and the bodies being received, all requests together, hold at most
     ``max_pending_bytes``: past it a request is answered 503 with Retry-After and its part
-    freed. A body sent too slowly is cut by the connection's body deadline (connections.py)."""
+    freed. A body sent too slowly is cut by the connection's body deadline (connections.py).
+    Once the last request with a large body has been answered, the heaps are trimmed
+    (memory.py)."""
 
     def __init__(
         self,
@@ -38,6 +42,7 @@ class BodySizeLimit:
         self.max_pending_bytes = max_pending_bytes
         self.accepts = accepts
         self.pending = 0  # bytes of bodies being received, every request together
+        self.large_in_flight = 0  # requests with large bodies (memory.py) being answered
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
         detail = f"request body exceeds {self.max_bytes} bytes (GTPO_RS_MAX_BODY_BYTES)"
@@ -95,7 +100,16 @@ class BodySizeLimit:
                 return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        large = size >= memory.TRIM_AFTER_BYTES
+        self.large_in_flight += large
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self.large_in_flight -= large
+            if large and not self.large_in_flight:
+                chunks.clear()
+                # In a thread: trimming a few hundred MB takes milliseconds.
+                asyncio.get_running_loop().run_in_executor(None, memory.trim)
 
 
 class EchoRequestId:

@@ -448,3 +448,33 @@ def churn(url: str, log: Path, seconds: float = 5.0) -> Churned:
     time.sleep(1.0)  # what the last connections made the server log
     during = log.read_bytes()[len(before) :].decode(errors="replace")
     return Churned(count[0], healthz, during.count("Traceback"), len(during.splitlines()))
+
+
+def large_bodies(url: str, pid: int, n: int = 8, rounds: int = 2) -> Held:
+    """``n`` concurrent requests of 15 MB (1,000 responses of 15,000 characters each), ``rounds``
+    times; the server's memory at the peak and 3 s after the last answer."""
+    import httpx
+
+    response = "<reasoning>r</reasoning><answer>" + "7" * 15_000 + "</answer>"
+    body = json.dumps({"query": [response] * 1000, "labels": ["7"] * 1000}).encode()
+    answers: dict[str, int] = {}
+
+    def send() -> None:
+        reply = httpx.post(
+            url + "/get_reward", content=body, timeout=120,
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        answers[str(reply.status_code)] = answers.get(str(reply.status_code), 0) + 1
+
+    with _sampled(pid) as memory:
+        started = time.monotonic()
+        for _ in range(rounds):
+            senders = [threading.Thread(target=send) for _ in range(n)]
+            for sender in senders:
+                sender.start()
+            for sender in senders:
+                sender.join()
+        seconds = time.monotonic() - started
+        time.sleep(3.0)
+        peak, after = memory()
+    return Held("large bodies", n * rounds, seconds, 0, peak, after, answers)
