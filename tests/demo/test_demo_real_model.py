@@ -18,7 +18,9 @@ from demo_cli import expected_traffic
 
 from gtpo.demo.run import preset
 
-pytestmark = pytest.mark.slow
+# The quick demo on the real model: about 10 minutes alone on 2 cores, more beside the slow
+# stage's other stream (tests/slow_stage.py); pytest's default 600 s is not enough.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 QUICK = preset("quick", model="smollm2-135m-instruct")
 TAGS = "<reasoning></reasoning><answer></answer>"
