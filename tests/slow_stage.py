@@ -1,19 +1,25 @@
-"""The slow stage (`make test-slow`) as two pytest processes side by side.
+"""The slow stage (`make test-slow`): the real-model demo alone, then two pytest processes side
+by side.
 
 A slow run waits more than it computes: Ray and vLLM starting, pip unpacking wheels, servers
 ridden through outages, retries a second apart. On the 2-core CI machine one pytest process
-left about half of the CPU idle (`vmstat` over a whole stage), so two streams share it:
+left 20-45 % of the CPU idle (`vmstat`), so two streams share it:
 
-- "docs": every documented command (tests/documented/test_documented_pages.py) and the tests
-  that read what one of them made (`docs_run.run_one`: the real-model demo), one docs run;
+- "docs": every documented command (tests/documented/test_documented_pages.py), one docs run;
 - "suites": every other slow test.
 
-Each stream is one pytest process with its own temporary folder. Their output is interleaved
-line by line, each line prefixed with its stream, as it comes (a run cut short by CI's time
-limit still shows where it was); each stream ends with its slowest tests, then this prints both
-streams' times. The exit status is the first failing stream's, else 0.
+What is CPU-bound for long runs first, alone: the real model's quick demo (10 minutes on 2
+cores; beside the other stream it took four times as long and passed the docs runner's
+20-minute limit). Its test (tests/demo/test_demo_real_model.py) runs the documented command
+through the docs runner; the docs stream then reports that command as run by it
+(substitutions.RUN_BY_TESTS).
 
-    python tests/slow_stage.py [PYTEST ARGS...]   # extra arguments go to both streams
+Each pytest process has its own temporary folder. The streams' output is interleaved line by
+line, each line prefixed with its stream, as it comes (a run cut short by CI's time limit still
+shows where it was); each process ends with its slowest tests, then this prints every part's
+time. The exit status is the first failing part's, else 0.
+
+    python tests/slow_stage.py [PYTEST ARGS...]   # extra arguments go to every part
 """
 
 from __future__ import annotations
@@ -27,18 +33,26 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from documented.substitutions import RUN_BY_TESTS_ENV  # noqa: E402
+
 MARKS = "slow and not docker"
-SLOWEST = 25  # each stream prints its slowest tests
-# The tests that read the docs run (its session fixture, tests/conftest.py `docs_run`): they
-# run in the docs stream, so that one docs run serves them all.
-# The demo test first, as in one process: it runs docs/demo.md's command before that page runs.
-DOCS_STREAM = ["tests/demo/test_demo_real_model.py", "tests/documented/test_documented_pages.py"]
+SLOWEST = 25  # each part prints its slowest tests
+ALONE = ["tests/demo/test_demo_real_model.py"]
+DOCS = ["tests/documented/test_documented_pages.py"]
 
 
-def streams(extra: list[str]) -> dict[str, list[str]]:
-    base = [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}", *extra]
-    ignored = [f"--ignore={path}" for path in DOCS_STREAM]
-    return {"docs": [*base, *DOCS_STREAM], "suites": [*base, *ignored, "tests"]}
+def _pytest(extra: list[str], paths: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}", *extra, *paths]
+
+
+def streams(extra: list[str]) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The two side-by-side parts: their command lines and extra environment."""
+    ignored = [f"--ignore={path}" for path in (*ALONE, *DOCS)]
+    return {
+        "docs": (_pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}),
+        "suites": (_pytest(extra, [*ignored, "tests"]), {}),
+    }
 
 
 def _relay(name: str, proc: subprocess.Popen, lock: threading.Lock) -> None:
@@ -49,22 +63,21 @@ def _relay(name: str, proc: subprocess.Popen, lock: threading.Lock) -> None:
             sys.stdout.flush()
 
 
-def main(extra: list[str]) -> int:
-    lock = threading.Lock()
-    started = time.monotonic()
-    running: dict[str, tuple[subprocess.Popen, threading.Thread]] = {}
-    for name, argv in streams(extra).items():
-        # Each stream its own pytest temporary folder: pytest's cleanup of old numbered folders
-        # must not meet the other stream's.
-        base = Path(tempfile.gettempdir()) / f"gtpo-slow-{name}"
-        proc = subprocess.Popen(
-            [*argv, f"--basetemp={base}"], cwd=ROOT, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        relay = threading.Thread(target=_relay, args=(name, proc, lock), daemon=True)
-        relay.start()
-        running[name] = (proc, relay)
+def _start(name: str, argv: list[str], env: dict[str, str], lock: threading.Lock) -> tuple:
+    # Each part its own pytest temporary folder: pytest's cleanup of old numbered folders must
+    # not meet another part's.
+    base = Path(tempfile.gettempdir()) / f"gtpo-slow-{name}"
+    proc = subprocess.Popen(
+        [*argv, f"--basetemp={base}"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+    )  # fmt: skip
+    relay = threading.Thread(target=_relay, args=(name, proc, lock), daemon=True)
+    relay.start()
+    return proc, relay
+
+
+def _wait(running: dict[str, tuple], started: float) -> dict[str, tuple[int, float]]:
     ended: dict[str, tuple[int, float]] = {}
     while len(ended) < len(running):
         for name, (proc, relay) in running.items():
@@ -72,8 +85,18 @@ def main(extra: list[str]) -> int:
                 relay.join()
                 ended[name] = (proc.returncode, time.monotonic() - started)
         time.sleep(0.5)
+    return ended
+
+
+def main(extra: list[str]) -> int:
+    lock = threading.Lock()
+    started = time.monotonic()
+    ended = _wait({"alone": _start("alone", _pytest(extra, ALONE), {}, lock)}, started)
+    side_by_side = time.monotonic()
+    running = {name: _start(name, argv, env, lock) for name, (argv, env) in streams(extra).items()}
+    ended |= _wait(running, side_by_side)
     total = time.monotonic() - started
-    print(f"\n== the slow stage: two streams side by side, {total / 60:.1f} min in all")
+    print(f"\n== the slow stage: {total / 60:.1f} min in all")
     for name, (code, seconds) in ended.items():
         print(f"   {name:<7} {seconds / 60:5.1f} min, exit {code}")
     failed = [code for code, _ in ended.values() if code != 0]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from documented import pages as docs
-from documented.substitutions import Context, Substituted, not_run, substitute
+from documented.substitutions import Context, Substituted, not_run, run_by_test, substitute
 
 MARK = "GTPO_DOCS_SESSION"  # in every process a page starts: how the page's end finds them
 COMMAND_TIMEOUT = 1200
@@ -201,6 +201,11 @@ class Session:
             self._activate()
             env = {**env, **self._activated()}
         sub = substitute(command, argv, self.context)
+        test = run_by_test(sub.argv)
+        if test is not None:
+            print(f"{command.where}: run by {test}")
+            self.docs_run.report.add(command.where, "-", "-", f"run by {test}")
+            return None
         env.update({k: v for k, v in command.env})
         env = _merge_env(env, sub.env)
         if argv[0] == "gtpo-openrlhf" and wrap is None and "--dry-run" not in sub.argv:

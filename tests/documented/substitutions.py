@@ -564,6 +564,27 @@ COVERED: dict[tuple[str, str, str], str] = {
 }
 
 
+# Documented commands a slow test runs itself, through the docs runner (`docs_run.run_one`), in a
+# pytest process of its own before the slow stage's two streams (tests/slow_stage.py): with
+# RUN_BY_TESTS_ENV set, the docs stream reports them instead of running them again. The argv
+# after the table → the test. (The real model's quick demo is CPU-bound for 10 minutes: beside
+# the other stream it took four times as long.)
+RUN_BY_TESTS_ENV = "GTPO_DOCS_RUN_BY_TESTS"
+RUN_BY_TESTS: dict[tuple[str, ...], str] = {
+    ("gtpo", "demo", "--model", "smollm2-135m-instruct", "--quick"): (
+        "tests/demo/test_demo_real_model.py, alone before the slow stage's two streams"
+    ),
+}
+
+
+def run_by_test(argv: list[str]) -> str | None:
+    """The test that ran `argv` (a command after the table) itself, when RUN_BY_TESTS_ENV is
+    set; else None."""
+    if not os.environ.get(RUN_BY_TESTS_ENV):
+        return None
+    return RUN_BY_TESTS.get(tuple(argv))
+
+
 def covered(command: Command) -> str | None:
     """What covers `command` in full (`COVERED`), or None."""
     for (page, flag, value), by in COVERED.items():
