@@ -8,11 +8,12 @@ left 20-45 % of the CPU idle (`vmstat`), so two streams share it:
 - "docs": every documented command (tests/documented/test_documented_pages.py), one docs run;
 - "suites": every other slow test.
 
-What is CPU-bound for long runs first, alone: the real model's quick demo (10 minutes on 2
-cores; beside the other stream it took four times as long and passed the docs runner's
-20-minute limit). Its test (tests/demo/test_demo_real_model.py) runs the documented command
-through the docs runner; the docs stream then reports that command as run by it
-(substitutions.RUN_BY_TESTS).
+First, alone: the real model's quick demo, CPU-bound for 8-10 minutes (beside the other stream
+it took four times as long and passed the docs runner's 20-minute limit), and the suites that
+train the real instruct model with vLLM engines (beside the docs stream's training runs the
+24 GiB machine ran out of memory). The demo's test (tests/demo/test_demo_real_model.py) runs
+the documented command through the docs runner; the docs stream then reports that command as
+run by it (substitutions.RUN_BY_TESTS).
 
 Each pytest process has its own temporary folder. The streams' output is interleaved line by
 line, each line prefixed with its stream, as it comes (a run cut short by CI's time limit still
@@ -38,7 +39,15 @@ from documented.substitutions import RUN_BY_TESTS_ENV  # noqa: E402
 
 MARKS = "slow and not docker"
 SLOWEST = 25  # each part prints its slowest tests
-ALONE = ["tests/demo/test_demo_real_model.py"]
+# Alone, one after the other: the real model's quick demo, and the suites that train the real
+# instruct model with its vLLM engines (beside the docs stream's training runs the machine's
+# 24 GiB ran out: Ray killed a worker at 95 %).
+ALONE = [
+    "tests/demo/test_demo_real_model.py",
+    "tests/openrlhf/test_orl_real_model.py",
+    "tests/trl/test_trl_real_model.py",
+    "tests/trl/test_trl_vllm.py",
+]
 DOCS = ["tests/documented/test_documented_pages.py"]
 
 
