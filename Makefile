@@ -2,13 +2,13 @@
 # virtual environment), then runs. `make test` is the project's test command.
 #
 #   make test         the default suite, OpenRLHF's CPU tests included (about 8-9 min, 2 cores)
-#   make test-slow    the slow suites (tests/slow_stage.py): the real-model demo and the suites
-#                     that train the real instruct model with vLLM alone, then two pytest
-#                     processes side by side, every documented command in one, in the other
-#                     OpenRLHF's real fit() loop end to end, TRL and gtpo eval, reward-server
-#                     reliability (about 55-60 min on 2 cores, estimated from its parts; the
-#                     first run also JIT-builds DeepSpeed's CPU Adam, about 1-3 min, cached in
-#                     ~/.cache/torch_extensions)
+#   make test-slow    the slow suites (tests/slow_stage.py): the real-model demo alone, then
+#                     two pytest processes side by side: every documented command and every
+#                     suite that trains (OpenRLHF's real fit() loop, the real instruct model on
+#                     vLLM's CPU build, TRL, gtpo eval) one after the other, and beside them the
+#                     reward server's reliability suites (about 55-60 min on 2 cores, estimated
+#                     from its parts; the first run also JIT-builds DeepSpeed's CPU Adam, about
+#                     1-3 min, cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
 #                     5 min)
 #   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)

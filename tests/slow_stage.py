@@ -1,24 +1,22 @@
 """The slow stage (`make test-slow`): the real-model demo alone, then two pytest processes side
 by side.
 
-A slow run waits more than it computes: Ray and vLLM starting, pip unpacking wheels, servers
-ridden through outages, retries a second apart. On the 2-core CI machine one pytest process
-left 20-45 % of the CPU idle (`vmstat`), so two streams share it:
+- "main": every documented command (tests/documented/test_documented_pages.py, one docs run),
+  then every slow suite that trains (OpenRLHF's fit(), TRL, gtpo eval), one after the other;
+- "server": the reward server's slow suites (live servers under load, kills and probes), which
+  need little memory.
 
-- "docs": every documented command (tests/documented/test_documented_pages.py), one docs run;
-- "suites": every other slow test.
+Training runs do not go side by side: two of them (a docs run's beside a suite's) filled the
+24 GiB machine and Ray killed their workers. The real model's quick demo runs first, alone: it
+is CPU-bound for 8-10 minutes, and beside other work it took four times as long and passed the
+docs runner's 20-minute limit. Its test (tests/demo/test_demo_real_model.py) runs the
+documented command through the docs runner; the main part then reports that command as run by
+it (substitutions.RUN_BY_TESTS).
 
-First, alone: the real model's quick demo, CPU-bound for 8-10 minutes (beside the other stream
-it took four times as long and passed the docs runner's 20-minute limit), and the suites that
-train the real instruct model with vLLM engines (beside the docs stream's training runs the
-24 GiB machine ran out of memory). The demo's test (tests/demo/test_demo_real_model.py) runs
-the documented command through the docs runner; the docs stream then reports that command as
-run by it (substitutions.RUN_BY_TESTS).
-
-Each pytest process has its own temporary folder. The streams' output is interleaved line by
-line, each line prefixed with its stream, as it comes (a run cut short by CI's time limit still
-shows where it was); each process ends with its slowest tests, then this prints every part's
-time. The exit status is the first failing part's, else 0.
+Each pytest process has its own temporary folder. Their output is interleaved line by line,
+each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
+where it was); each process ends with its slowest tests, then this prints every part's time.
+The exit status is the first failing part's, else 0.
 
     python tests/slow_stage.py [PYTEST ARGS...]   # extra arguments go to every part
 """
@@ -39,16 +37,9 @@ from documented.substitutions import RUN_BY_TESTS_ENV  # noqa: E402
 
 MARKS = "slow and not docker"
 SLOWEST = 25  # each part prints its slowest tests
-# Alone, one after the other: the real model's quick demo, and the suites that train the real
-# instruct model with its vLLM engines (beside the docs stream's training runs the machine's
-# 24 GiB ran out: Ray killed a worker at 95 %).
-ALONE = [
-    "tests/demo/test_demo_real_model.py",
-    "tests/openrlhf/test_orl_real_model.py",
-    "tests/trl/test_trl_real_model.py",
-    "tests/trl/test_trl_vllm.py",
-]
+ALONE = ["tests/demo/test_demo_real_model.py"]
 DOCS = ["tests/documented/test_documented_pages.py"]
+REWARD_SERVER = ["tests/reward_server"]
 
 
 def _pytest(extra: list[str], paths: list[str]) -> list[str]:
@@ -57,10 +48,10 @@ def _pytest(extra: list[str], paths: list[str]) -> list[str]:
 
 def streams(extra: list[str]) -> dict[str, tuple[list[str], dict[str, str]]]:
     """The two side-by-side parts: their command lines and extra environment."""
-    ignored = [f"--ignore={path}" for path in (*ALONE, *DOCS)]
+    ignored = [f"--ignore={path}" for path in (*ALONE, *REWARD_SERVER)]
     return {
-        "docs": (_pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}),
-        "suites": (_pytest(extra, [*ignored, "tests"]), {}),
+        "main": (_pytest(extra, [*ignored, *DOCS, "tests"]), {RUN_BY_TESTS_ENV: "1"}),
+        "server": (_pytest(extra, REWARD_SERVER), {}),
     }
 
 
