@@ -396,11 +396,12 @@ def _uvicorn_workers(supervisor: int) -> list[int]:
 class Churned:
     connections: int  # the churning client's connections
     healthz: list[float]  # seconds of each /healthz meanwhile
+    quiet: list[float]  # seconds of each /healthz in the second before, without the churn
     tracebacks: int  # in the server's log, during the churn
     log_lines: int  # written to the server's log during the churn
 
-    def p(self, q: float) -> float:
-        ordered = sorted(self.healthz)
+    def p(self, q: float, quiet: bool = False) -> float:
+        ordered = sorted(self.quiet if quiet else self.healthz)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
@@ -431,23 +432,28 @@ def churn(url: str, log: Path, seconds: float = 5.0) -> Churned:
                 sock.close()
             count[0] += 1
 
+    def timed(http: httpx.Client, until: float, into: list[float]) -> None:
+        while time.monotonic() < until:
+            started = time.perf_counter()
+            http.get("/healthz").raise_for_status()
+            into.append(time.perf_counter() - started)
+            time.sleep(0.05)
+
+    quiet: list[float] = []
+    with httpx.Client(base_url=url, timeout=30) as http:
+        timed(http, time.monotonic() + 1.0, quiet)
     client = threading.Thread(target=churning, daemon=True)
     client.start()
     healthz: list[float] = []
     try:
         with httpx.Client(base_url=url, timeout=30) as http:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                started = time.perf_counter()
-                http.get("/healthz").raise_for_status()
-                healthz.append(time.perf_counter() - started)
-                time.sleep(0.05)
+            timed(http, time.monotonic() + seconds, healthz)
     finally:
         stop.set()
         client.join()
     time.sleep(1.0)  # what the last connections made the server log
     during = log.read_bytes()[len(before) :].decode(errors="replace")
-    return Churned(count[0], healthz, during.count("Traceback"), len(during.splitlines()))
+    return Churned(count[0], healthz, quiet, during.count("Traceback"), len(during.splitlines()))
 
 
 def large_bodies(url: str, pid: int, n: int = 8, rounds: int = 2) -> Held:

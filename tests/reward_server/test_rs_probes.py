@@ -155,7 +155,9 @@ def test_a_client_that_resets_pipelined_requests_is_counted_not_logged(server, t
     assert report.connections > 500
     assert report.tracebacks == 0 and report.log_lines < 20
     assert gone and float(gone[0].split()[-1]) > 0
-    assert report.p(0.9) < 0.05
+    # 50 ms, or three times what /healthz took just before without the churn on a machine
+    # busy with other work (the slow stage runs training beside this suite)
+    assert report.p(0.9) < max(0.05, 3 * report.p(0.9, quiet=True))
 
 
 def test_memory_is_given_back_after_a_burst_of_large_bodies(server) -> None:
