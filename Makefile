@@ -2,13 +2,12 @@
 # virtual environment), then runs. `make test` is the project's test command.
 #
 #   make test         the default suite, OpenRLHF's CPU tests included (about 8-9 min, 2 cores)
-#   make test-slow    the slow suites (tests/slow_stage.py): the real-model demo alone, then
-#                     two pytest processes side by side: every documented command and every
-#                     suite that trains (OpenRLHF's real fit() loop, the real instruct model on
-#                     vLLM's CPU build, TRL, gtpo eval) one after the other, and beside them the
-#                     reward server's reliability suites (about 55-60 min on 2 cores, estimated
-#                     from its parts; the first run also JIT-builds DeepSpeed's CPU Adam, about
-#                     1-3 min, cached in ~/.cache/torch_extensions)
+#   make test-slow    the slow suites (tests/slow_stage.py) in three phases: the real-model
+#                     demo; OpenRLHF's real fit() with the real instruct model on vLLM's CPU
+#                     build beside the reward server's reliability suites; every documented
+#                     command, TRL and gtpo eval beside the other fit() suites (about 50 min on
+#                     2 cores; the first run also JIT-builds DeepSpeed's CPU ops, about 1-3
+#                     min, cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
 #                     5 min)
 #   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)
@@ -55,8 +54,8 @@ install: $(STAMP)
 test: install
 	$(STRICT) $(PYTHON) -m pytest
 
-# Two pytest processes side by side, the documented commands and every other slow suite
-# (tests/slow_stage.py); each prints its slowest tests, so a run's report says where the time went.
+# Three phases of pytest processes side by side (tests/slow_stage.py); each prints its slowest
+# tests, and the stage each part's time, so a run's report says where the time went.
 test-slow: install
 	$(STRICT) $(PYTHON) tests/slow_stage.py
 

@@ -1,17 +1,17 @@
-"""The slow stage (`make test-slow`): the real-model demo alone, then two pytest processes side
-by side.
+"""The slow stage (`make test-slow`): three phases, each of one or two pytest processes.
 
-- "main": every documented command (tests/documented/test_documented_pages.py, one docs run),
-  then every slow suite that trains (OpenRLHF's fit(), TRL, gtpo eval), one after the other;
-- "server": the reward server's slow suites (live servers under load, kills and probes), which
-  need little memory.
-
-Training runs do not go side by side: two of them (a docs run's beside a suite's) filled the
-24 GiB machine and Ray killed their workers. The real model's quick demo runs first, alone: it
-is CPU-bound for 8-10 minutes, and beside other work it took four times as long and passed the
-docs runner's 20-minute limit. Its test (tests/demo/test_demo_real_model.py) runs the
-documented command through the docs runner; the main part then reports that command as run by
-it (substitutions.RUN_BY_TESTS).
+1. "demo": the real model's quick demo (tests/demo/test_demo_real_model.py), alone: it is
+   CPU-bound on both cores for 8-10 minutes, and beside a training run it took four times as
+   long. Its test runs the documented command through the docs runner; the docs part then
+   reports that command as run by it (substitutions.RUN_BY_TESTS).
+2. "real-model": OpenRLHF's fit() with the real instruct model (tests/openrlhf/
+   test_orl_real_model.py), beside "server": the reward server's slow suites (live servers
+   under load, kills and probes), which need little memory. The real model's two ZeRO-3 ranks
+   with two vLLM engines hold about 14 GB: beside any other training run the 24 GiB machine
+   filled and Ray killed a worker.
+3. "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
+   then the TRL and `gtpo eval` suites, beside "fit": every other slow suite (OpenRLHF's fit()
+   with the tiny models). Each holds one training run at a time, 4-8 GB.
 
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
@@ -37,22 +37,32 @@ from documented.substitutions import RUN_BY_TESTS_ENV  # noqa: E402
 
 MARKS = "slow and not docker"
 SLOWEST = 25  # each part prints its slowest tests
-ALONE = ["tests/demo/test_demo_real_model.py"]
-DOCS = ["tests/documented/test_documented_pages.py"]
+DEMO = ["tests/demo/test_demo_real_model.py"]
+REAL_MODEL = ["tests/openrlhf/test_orl_real_model.py"]
 REWARD_SERVER = ["tests/reward_server"]
+DOCS = ["tests/documented/test_documented_pages.py", "tests/trl", "tests/eval"]
+OWN_PART = [*DEMO, *REAL_MODEL, *REWARD_SERVER, *DOCS]
 
 
 def _pytest(extra: list[str], paths: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}", *extra, *paths]
 
 
-def streams(extra: list[str]) -> dict[str, tuple[list[str], dict[str, str]]]:
-    """The two side-by-side parts: their command lines and extra environment."""
-    ignored = [f"--ignore={path}" for path in (*ALONE, *REWARD_SERVER)]
-    return {
-        "main": (_pytest(extra, [*ignored, *DOCS, "tests"]), {RUN_BY_TESTS_ENV: "1"}),
-        "server": (_pytest(extra, REWARD_SERVER), {}),
-    }
+def phases(extra: list[str]) -> list[dict[str, tuple[list[str], dict[str, str]]]]:
+    """Each phase's parts, side by side: their command lines and extra environment. "fit" takes
+    every slow suite no other part names, so a new one runs without being listed here."""
+    everything_else = [*(f"--ignore={path}" for path in OWN_PART), "tests"]
+    return [
+        {"demo": (_pytest(extra, DEMO), {})},
+        {
+            "real-model": (_pytest(extra, REAL_MODEL), {}),
+            "server": (_pytest(extra, REWARD_SERVER), {}),
+        },
+        {
+            "docs": (_pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}),
+            "fit": (_pytest(extra, everything_else), {}),
+        },
+    ]
 
 
 def _relay(name: str, proc: subprocess.Popen, lock: threading.Lock) -> None:
@@ -91,14 +101,15 @@ def _wait(running: dict[str, tuple], started: float) -> dict[str, tuple[int, flo
 def main(extra: list[str]) -> int:
     lock = threading.Lock()
     started = time.monotonic()
-    ended = _wait({"alone": _start("alone", _pytest(extra, ALONE), {}, lock)}, started)
-    side_by_side = time.monotonic()
-    running = {name: _start(name, argv, env, lock) for name, (argv, env) in streams(extra).items()}
-    ended |= _wait(running, side_by_side)
+    ended: dict[str, tuple[int, float]] = {}
+    for parts in phases(extra):
+        phase_started = time.monotonic()
+        running = {name: _start(name, argv, env, lock) for name, (argv, env) in parts.items()}
+        ended |= _wait(running, phase_started)
     total = time.monotonic() - started
     print(f"\n== the slow stage: {total / 60:.1f} min in all")
     for name, (code, seconds) in ended.items():
-        print(f"   {name:<7} {seconds / 60:5.1f} min, exit {code}")
+        print(f"   {name:<10} {seconds / 60:5.1f} min, exit {code}")
     failed = [code for code, _ in ended.values() if code != 0]
     return failed[0] if failed else 0
 

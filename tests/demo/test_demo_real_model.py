@@ -18,8 +18,8 @@ from demo_cli import expected_traffic
 
 from gtpo.demo.run import preset
 
-# The quick demo on the real model: about 10 minutes alone on 2 cores, more beside the slow
-# stage's other stream (tests/slow_stage.py); pytest's default 600 s is not enough.
+# The quick demo on the real model: about 9 minutes on 2 cores, alone in the slow stage's first
+# phase (tests/slow_stage.py); pytest's default 600 s is not enough on a slower day.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 QUICK = preset("quick", model="smollm2-135m-instruct")

@@ -85,6 +85,9 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
+USER_TORCH_EXTENSIONS = Path.home() / ".cache" / "torch_extensions" / "gtpo-documented-venv"
+
+
 @dataclass
 class UserEnvironment:
     """The reader's virtual environment, made by the first documented `pip install`."""
@@ -393,13 +396,11 @@ class Session:
         shared.mkdir(exist_ok=True)
         self.context.shared = shared
         self.context.ray_temp = Path(tempfile.mkdtemp(prefix="gtpo-ray-", dir="/tmp"))
-        self.context.gpus_per_node = 1  # each node's Ray: one logical GPU
         try:
             with two_namespaces() as net:
                 out = self._on_two_nodes(block, net, shared)
                 self.close()
         finally:
-            self.context.gpus_per_node = 2
             shutil.rmtree(self.context.ray_temp, ignore_errors=True)
         return out
 
@@ -423,7 +424,15 @@ class Session:
         user = self.docs_run.user
         if not user.made:
             return {}
-        return {"VIRTUAL_ENV": str(user.root), "PATH": f"{user.bin}{os.pathsep}{self.env['PATH']}"}
+        return {
+            "VIRTUAL_ENV": str(user.root),
+            "PATH": f"{user.bin}{os.pathsep}{self.env['PATH']}",
+            # DeepSpeed's CPU ops JIT-built into a folder of this environment's own: in the
+            # shared default (~/.cache/torch_extensions) this venv's builds and the test suites'
+            # venv's, whose include paths differ, rebuilt each other's at every run side by
+            # side (1-3 min each, slow stage). Where it is kept does not change what is built.
+            "TORCH_EXTENSIONS_DIR": str(USER_TORCH_EXTENSIONS),
+        }
 
     def _activate(self) -> None:
         self.env.update(self._activated())

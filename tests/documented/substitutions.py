@@ -47,7 +47,10 @@ class Context:
 
     tiny_model: Path  # tests/documented/tiny_model.py
     workdir: Path  # the page's working directory (a copy of the repository)
-    gpus_per_node: int = 2  # logical GPUs of each node's Ray
+    # Logical GPUs of each node's Ray: one rank and one engine per node. With two, a recipe's
+    # run beside a test suite's real-model run filled the 24 GiB machine (Ray killed workers);
+    # several ranks are the suites' to test (tests/openrlhf, with counts that do not divide).
+    gpus_per_node: int = 1
     shared: Path | None = None  # what `/shared` (storage every node reads) becomes
     ray_temp: Path = Path("/tmp/gtpo-ray")  # a short path: Ray's socket paths must fit 107 bytes
     # The Docker stage: the images' offline sources (GTPO_BASE_IMAGE, GTPO_PIP_FIND_LINKS, …)
@@ -395,7 +398,8 @@ SUBSTITUTIONS: tuple[Rule, ...] = (
     ),
     Rule(
         "gpus", (LAUNCHER,),
-        "each node's GPUs become the logical GPUs of its Ray; the engines scale with them",
+        "each node's GPUs become one logical GPU of its Ray (one rank; the suites test several); "
+        "the engines scale with them",
         _launcher_gpus,
     ),
     Rule(
@@ -552,9 +556,20 @@ COVERED: dict[tuple[str, str, str], str] = {
         "the same sizes, the colocated layout with sleep mode)"
     ),
     ("recipes/grpo-ab.md", "--logger.wandb.run_name", "grpo"): (
-        "the page's GRPO run with a KL term (the same baseline with a reference model added) "
-        "and tests/openrlhf/test_orl_fit.py's grpo-reference-kl (OpenRLHF's advantages left "
-        "untouched, checked on every token)"
+        "tests/openrlhf/test_orl_fit.py's grpo-reference-kl (the same baseline in the same "
+        "colocated layout with sleep mode, a reference model added; OpenRLHF's advantages left "
+        "untouched, checked on every token, for three steps)"
+    ),
+    ("recipes/grpo-ab.md", "--logger.wandb.run_name", "grpo-kl"): (
+        "tests/openrlhf/test_orl_fit.py's grpo-reference-kl (this run's layout: GRPO with a KL "
+        "term, the reference model colocated with the policy and the engine, sleep mode; "
+        "OpenRLHF's advantages untouched on every token, the KL grown by step 3)"
+    ),
+    ("docs/training-openrlhf.md", "--logger.wandb.run_name", "gtpo-qwen2.5-3b-g8-2n"): (
+        "tests/openrlhf/test_orl_two_nodes.py's test_gtpo_openrlhf_trains_across_two_nodes (the "
+        "page's steps in two network namespaces: `ray start` on each node, `ray job submit` to "
+        "the head's job server, the colocated layout with sleep mode on both nodes, the reward "
+        "server at the head's address; three steps, policy and engine actors on both nodes)"
     ),
     ("recipes/paper.md", "--gtpo.entropy_form", "advantage"): (
         "the page's first run (QLoRA, colocated, sleep mode) and tests/openrlhf/test_orl_fit.py's "
@@ -565,14 +580,14 @@ COVERED: dict[tuple[str, str, str], str] = {
 
 
 # Documented commands a slow test runs itself, through the docs runner (`docs_run.run_one`), in a
-# pytest process of its own before the slow stage's two streams (tests/slow_stage.py): with
-# RUN_BY_TESTS_ENV set, the docs stream reports them instead of running them again. The argv
-# after the table → the test. (The real model's quick demo is CPU-bound for 10 minutes: beside
-# the other stream it took four times as long.)
+# pytest process of its own, in the slow stage's first phase (tests/slow_stage.py): with
+# RUN_BY_TESTS_ENV set, the docs part reports them instead of running them again. The argv
+# after the table → the test. (The real model's quick demo is CPU-bound for 9 minutes: beside
+# a training run it took four times as long.)
 RUN_BY_TESTS_ENV = "GTPO_DOCS_RUN_BY_TESTS"
 RUN_BY_TESTS: dict[tuple[str, ...], str] = {
     ("gtpo", "demo", "--model", "smollm2-135m-instruct", "--quick"): (
-        "tests/demo/test_demo_real_model.py, alone before the slow stage's two streams"
+        "tests/demo/test_demo_real_model.py, in the slow stage's first phase"
     ),
 }
 

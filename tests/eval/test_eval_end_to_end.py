@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -210,6 +211,27 @@ def test_eval_refuses_n_below_max_k(workspace: dict[str, Path], reward_url: str)
         gtpo_main(["eval", "--model", str(workspace["gtpo"]), "--data", str(workspace["data"]),
                    "--k", "1,8", "--n", "4", "--reward-url", reward_url,
                    "--out", str(workspace["root"] / "bad")])  # fmt: skip
+
+
+def test_without_matplotlib_it_stops_before_generating(
+    workspace: dict[str, Path], reward_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without matplotlib (gtpo[openrlhf,server]) is told what to install before any
+    sample is generated, not after every model's generation."""
+    import gtpo.eval.run as run_module
+
+    def generate(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("generated before checking for matplotlib")
+
+    monkeypatch.setattr(run_module, "generate", generate)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises
+    out = workspace["root"] / "no-plot"
+    with pytest.raises(
+        SystemExit, match=r"matplotlib, which is not installed: pip install 'gtpo\[eval\]'"
+    ):
+        gtpo_main(["eval", "--model", str(workspace["gtpo"]), "--data", str(workspace["data"]),
+                   "--reward-url", reward_url, "--out", str(out)])  # fmt: skip
+    assert not (out / "cache").exists()
 
 
 def test_unreachable_reward_server_fails_with_a_hint() -> None:

@@ -517,7 +517,7 @@ def main(args: list[str]) -> None:
     ray.init(
         # A Ray of its own, never one found on the machine (`ray.init()` alone joins the last
         # `ray start` whose address file is in /tmp/ray: a documented command's, run beside
-        # this one in the slow stage's other stream, tests/slow_stage.py).
+        # this one in the slow stage's other part, tests/slow_stage.py).
         address="local",
         num_cpus=8,  # logical: actors and placement-group bundles ask for CPUs too
         num_gpus=num_gpus,

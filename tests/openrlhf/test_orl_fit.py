@@ -186,21 +186,6 @@ def test_trained_weights_reach_the_rollout_engine(gtpo_run, fixture_files):
     assert any(not torch.equal(synced[0][n], synced[1][n]) for n in names)
 
 
-def test_resume_restores_h_ini(gtpo_run, fixture_files, reward_server, tmp_path):
-    """--ckpt.load_enable from the step-2 checkpoint: H_ini comes from the checkpoint (no new
-    measurement), and training continues at step 3."""
-    argv = base_argv(fixture_files, reward_server.url, tmp_path)
-    argv = flag(argv, "--ckpt.path", str(gtpo_run.out / "ckpt"))
-    run = run_fit([*argv, "--ckpt.load_enable"], tmp_path)
-    assert run.returncode == 0, run.log[-4000:]
-    assert "restored from the checkpoint" in run.log
-    assert "measured on" not in run.log
-    records = run.experiences()
-    assert len(records) == 1  # step 3 only
-    assert records[0]["h_ini"] == gtpo_run.experiences()[0]["h_ini"]
-    assert "Global step 3" in run.log and "Global step 2" not in run.log
-
-
 # name: (flags set or added, switches added, logical GPUs Ray needs)
 #
 # H_ini's forwards over two ranks (2 ranks under ZeRO-3 with micro-batches that split 2 and 1;
@@ -210,8 +195,8 @@ def test_resume_restores_h_ini(gtpo_run, fixture_files, reward_server, tmp_path)
 # under ZeRO-3's all-gather run end to end in test_orl_real_model.py's
 # test_two_ranks_zero3_with_uneven_experience_forwards (two ranks, 7 micro-batches split 4 and 3).
 VARIANTS = {
-    # (The colocated layout with sleep mode: every documented command runs it, in the slow
-    # stage's docs run, tests/documented.)
+    # recipes/grpo-ab.md's GRPO runs in their layout: the reference model colocated with the
+    # policy and the engine on one GPU, sleep mode (the docs run dry-runs them, covered by this).
     "grpo-reference-kl": (
         {
             "--gtpo.algo": "grpo",
@@ -219,8 +204,8 @@ VARIANTS = {
             "--ref.num_nodes": "1",
             "--ref.num_gpus_per_node": "1",
         },
-        [],
-        3,
+        ["--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep"],
+        1,
     ),
 }
 

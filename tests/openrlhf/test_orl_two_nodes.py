@@ -251,8 +251,9 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
     """The documented steps on two nodes of one logical GPU each: `ray job submit` from the
     worker node to the head's job server, the head given the W&B key before `ray start --head`.
     Policy ranks and colocated vLLM engines (the stand-in) on both nodes, the reward server on
-    the head. (The page's own block runs as written in two namespaces in the docs run,
-    tests/documented; a resume runs on one node there and in test_orl_fit.)"""
+    the head. (The page's own block runs in two namespaces in the docs run, tests/documented,
+    its `ray job submit` as a dry run: this covers it; a resume runs on one node there and in
+    test_orl_async.)"""
     import fit_harness
 
     fixture = fit_harness.build_fixture(tmp_path / "fixture")

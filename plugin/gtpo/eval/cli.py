@@ -107,6 +107,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 def run(args: argparse.Namespace) -> int:
     """Handler: build the config from parsed flags and evaluate."""
     from gtpo.eval.generate import Sampling
+    from gtpo.eval.report import PlotUnavailableError
     from gtpo.eval.run import EvalConfig, evaluate
     from gtpo.models import ModelUnavailableError
 
@@ -139,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=args.cache_dir,
         )
         evaluate(config)
-    except (ValueError, FileNotFoundError, ModelUnavailableError) as err:
+    except (ValueError, FileNotFoundError, ModelUnavailableError, PlotUnavailableError) as err:
         raise SystemExit(f"gtpo eval: {err}") from None
     return 0
 

@@ -45,17 +45,30 @@ def markdown_table(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(table_lines(head, rows)) + "\n"
 
 
-def plot(path: Path, results: Sequence[dict[str, Any]], title: str = "") -> None:
-    """pass@k (left) and maj@k (right) in % against k on a log2 axis, one line per model."""
+class PlotUnavailableError(RuntimeError):
+    """matplotlib is not installed."""
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend, or an error naming what to install. `evaluate`
+    calls it before generating: an install without matplotlib (gtpo[openrlhf,server]) otherwise
+    generated every sample and failed at the plot."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as err:
-        raise RuntimeError(
-            "the plot needs matplotlib: pip install matplotlib (or the 'eval' extra)"
+        raise PlotUnavailableError(
+            "gtpo eval draws passk.png with matplotlib, which is not installed: "
+            "pip install 'gtpo[eval]' (or matplotlib)"
         ) from err
+    return plt
+
+
+def plot(path: Path, results: Sequence[dict[str, Any]], title: str = "") -> None:
+    """pass@k (left) and maj@k (right) in % against k on a log2 axis, one line per model."""
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, metric in zip(axes, ("pass@k", "maj@k"), strict=True):
         for r in results:

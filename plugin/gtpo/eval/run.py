@@ -22,7 +22,7 @@ from typing import Any
 
 from gtpo.eval.generate import GenerationCache, Sampling, generate
 from gtpo.eval.metrics import group_answers, maj_at_k_from_labels, pass_at_k
-from gtpo.eval.report import markdown_table, plot, write_json
+from gtpo.eval.report import markdown_table, plot, pyplot, write_json
 from gtpo.reward_client import RewardClient
 from reward_server.protocol import FORMAT_MAX, NON_VOTING, is_correct
 
@@ -224,6 +224,7 @@ def evaluate(config: EvalConfig) -> list[dict[str, Any]]:
         raise ValueError(f"{len(config.models)} --model but {len(names)} --name: give one each")
     if len(set(names)) != len(names):
         raise ValueError(f"model names must differ (got {names}); set them with --name")
+    pyplot()  # the plot's library, before hours of generation rather than after
 
     items = load_eval_data(config.data, config.input_key, config.label_key, config.limit)
     config.out.mkdir(parents=True, exist_ok=True)
