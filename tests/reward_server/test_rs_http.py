@@ -259,11 +259,20 @@ def test_hung_verification_is_killed_while_other_requests_are_answered(server, r
         for cause in ("cpu", "wall")
     ]
     assert sum(timeouts[2:]) == sum(timeouts[:2]) + 1, timeouts
-    restarts = sum(
-        _metric(after, "gtpo_rs_worker_restarts_total", f'reason="{reason}"')
-        for reason in ("timeout", "wall_timeout")
-    )
-    assert restarts >= 1
+
+    def restarts() -> float:
+        text = httpx.get(server.url + "/metrics").text
+        return sum(
+            _metric(text, "gtpo_rs_worker_restarts_total", f'reason="{reason}"')
+            for reason in ("timeout", "wall_timeout")
+        )
+
+    # Answered at the wall-clock net (a 503), the check keeps its worker until its CPU budget
+    # ends it: on a machine busy with other work, seconds after the answer.
+    deadline = time.monotonic() + 60
+    while restarts() < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert restarts() >= 1
     # The replacement serves: two workers again, and a symbolic check succeeds.
     r = post(server, "/get_reward", {"query": [R + "<answer>\\sqrt{16}</answer>"], "labels": ["4"]})
     assert r.json()["rewards"] == [20.0]
