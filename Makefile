@@ -3,7 +3,8 @@
 #
 #   make test         the default suite, OpenRLHF's CPU tests included (about 8-9 min, 2 cores)
 #   make test-slow    the slow suites (tests/slow_stage.py) in three phases: the real-model
-#                     demo; OpenRLHF's real fit() with the real instruct model on vLLM's CPU
+#                     demo and the reward server's tests under their own CPU load, alone;
+#                     OpenRLHF's real fit() with the real instruct model on vLLM's CPU
 #                     build beside the reward server's reliability suites; every documented
 #                     command, TRL and gtpo eval beside the other fit() suites (about 50 min on
 #                     2 cores; the first run also JIT-builds DeepSpeed's CPU ops, about 1-3
