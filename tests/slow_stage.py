@@ -14,7 +14,9 @@
    filled and Ray killed a worker.
 3. "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
    then the TRL and `gtpo eval` suites, beside "fit": every other slow suite (OpenRLHF's fit()
-   with the tiny models). Each holds one training run at a time, 4-8 GB.
+   with the tiny models). Each holds one training run at a time, 5-9 GiB at its peak; two
+   peaks beside both pytest processes filled the machine once (Ray killed a worker), so every
+   training run starts when its peak fits (tests/memory_gate.py).
 
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
@@ -48,8 +50,14 @@ DOCS = ["tests/documented/test_documented_pages.py", "tests/trl", "tests/eval"]
 OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *DOCS]
 
 
+# pytest-timeout for the tests that set none: a training run may wait for memory (tests/
+# memory_gate.py) while the other part's run holds it, a few minutes, and the wait counts.
+TIMEOUT_S = 1200
+
+
 def _pytest(extra: list[str], paths: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}", *extra, *paths]
+    return [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}",
+            f"--timeout={TIMEOUT_S}", *extra, *paths]  # fmt: skip
 
 
 def phases(extra: list[str]) -> list[dict[str, tuple[list[str], dict[str, str]]]]:

@@ -40,8 +40,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 STANDINS = REPO / "tests" / "standins"
 HF_ENGINE = STANDINS / "hf_engine"  # the stand-in `vllm` package
-if str(STANDINS) not in sys.path:  # float32_on_cpu, for the benchmarks that import this file
-    sys.path.append(str(STANDINS))
+for _helpers in (STANDINS, REPO / "tests"):  # float32_on_cpu, memory_gate: for the benchmarks
+    if str(_helpers) not in sys.path:  # that import this file
+        sys.path.append(str(_helpers))
 FIT_SITE = HERE / "fit_site"
 
 G = 4  # completions per prompt in every run
@@ -53,6 +54,7 @@ TEMPERATURE = 0.65
 
 
 import float32_on_cpu  # noqa: E402  (tests/standins, put on sys.path above)
+import memory_gate  # noqa: E402  (tests/, put on sys.path above)
 
 
 @dataclass(frozen=True)
@@ -425,6 +427,7 @@ def run_fit(
     timeout: float = 420,
     engine: str = "hf",
     env: dict[str, str] | None = None,
+    memory_gib: float | None = None,
 ) -> FitRun:
     """`gtpo-openrlhf ARGV` through the driver below, in a subprocess; returns its log.
 
@@ -433,6 +436,10 @@ def run_fit(
     process group (the driver, Ray's processes, vLLM's engine cores) is killed if the run
     outlives `timeout`, and also if the caller is interrupted (pytest-timeout, Ctrl-C): a run
     left behind would hold cores and memory through the tests after it.
+
+    `memory_gib`: the run's peak (default `run_memory_gib`); it starts when that fits beside
+    the other training runs on the machine (tests/memory_gate.py), and `timeout` counts from
+    then.
     """
     if engine not in ("vllm", "hf"):
         raise ValueError(f"engine must be 'vllm' or 'hf', not {engine!r}")
@@ -454,6 +461,19 @@ def run_fit(
         "GTPO_TEST_CAPTURE_DIR": str(out / "capture"),
         "PYTHONUNBUFFERED": "1",
     }
+    need = memory_gib if memory_gib is not None else run_memory_gib(num_gpus)
+    with memory_gate.admitted(need, f"gtpo-openrlhf on {num_gpus} logical GPUs"):
+        return _run_fit(argv, out, num_gpus, timeout, env)
+
+
+def run_memory_gib(num_gpus: int) -> float:
+    """A tiny-model run's peak: 6.8 GiB measured for 2 ranks (Ray, the driver, DeepSpeed ranks
+    and the engines), about 2 GiB of it for each rank with its engine."""
+    return 3.0 + 2.0 * num_gpus
+
+
+def _run_fit(argv: list[str], out: Path, num_gpus: int, timeout: float,
+             env: dict[str, str]) -> FitRun:  # fmt: skip
     started = time.perf_counter()
     log_path = out / "run.log"
     # Streamed to a file so that a run killed by the timeout still leaves its log behind.

@@ -25,6 +25,7 @@ from collections import Counter
 
 import pytest
 
+REAL_MODEL_RUN_GIB = 14.0  # two ZeRO-3 ranks and two engines of the real model, at their peak
 # A run's own timeout (run_fit) stays below pytest's, which ends the test that sets up a fixture.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -82,7 +83,7 @@ def one_rank(fixture_files, proxy, tmp_path_factory):
     )
     argv.append("--vllm.enable_prefix_caching")
     before = len(proxy.samples())
-    run = run_fit(argv, out, timeout=840, engine="vllm")
+    run = run_fit(argv, out, timeout=840, engine="vllm", memory_gib=REAL_MODEL_RUN_GIB)
     assert run.returncode == 0, run.log[-4000:]
     run.sent = proxy.samples()[before:]
     return run
@@ -309,7 +310,8 @@ def test_two_ranks_zero3_with_uneven_experience_forwards(fixture_files, proxy, t
             "--vllm.num_engines": "2",
         },
     )
-    run = run_fit(argv, tmp_path, num_gpus=4, timeout=840, engine="vllm")
+    run = run_fit(argv, tmp_path, num_gpus=4, timeout=840, engine="vllm",
+                  memory_gib=REAL_MODEL_RUN_GIB)  # fmt: skip
     assert run.returncode == 0, run.log[-4000:]
     records = run.experiences()
     assert len(records) == STEPS and f"Global step {STEPS}" in run.log

@@ -118,7 +118,12 @@ def test_hung_check_is_killed_and_replaced_while_others_are_served() -> None:
             assert (await pool.run(_symbolic("\\frac{2}{4}", "0.5"))).equal
         finally:
             await pool.close()
-        assert restarts == [REASON_OF_CAUSE[causes[0]]] and len(causes) == 1
+        assert len(causes) == 1 and len(restarts) == 1
+        # Answered at its budget, the worker ended there. Answered at the net (a busy machine),
+        # the check runs on: its budget ends it ("timeout"), or, starved of CPU, the hang guard
+        # does ("wall_timeout").
+        expected = ["timeout"] if causes == ["cpu"] else ["timeout", "wall_timeout"]
+        assert restarts[0] in expected, (causes, restarts)
 
     asyncio.run(main())
 

@@ -1,0 +1,103 @@
+"""Training runs started by tests, admitted one by one by the memory the machine has left.
+
+The slow stage (tests/slow_stage.py) runs two pytest processes side by side, and each starts
+OpenRLHF training runs (Ray, DeepSpeed ranks, vLLM engines) one after another. A run's peak is
+4-9 GiB (measured: 6.8 GiB for two ranks with the tiny model; 8.9 GiB for a documented
+command's first run, whose DeepSpeed ops are JIT-built by two compilers of 1.9 GiB each). Two
+peaks at once beside the pytest processes filled the 24 GiB machine, and Ray's memory monitor
+(at 95 % used) killed a worker of one of them.
+
+So each run asks `admitted(need_gib)` first. Under a lock every process on the machine shares,
+it waits until what is available (MemAvailable) covers its own need, the needs of runs admitted
+in the last `RAMP_S` seconds (still growing towards their peak: counted whole), and a margin
+that keeps the machine below Ray's threshold. Runs in flight are kept in a ledger beside the
+lock; a run whose process has ended (killed, timed out) leaves it. A run that finds no other
+run in flight is admitted at once: it has nothing to wait for. Every wait is printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+LEDGER = Path(tempfile.gettempdir()) / "gtpo-test-memory-ledger.json"
+RAMP_S = 300.0  # a run reaches its peak within this (the slowest: a first run's JIT build)
+RAY_KILLS_AT = 0.95  # Ray's memory monitor: memory_usage_threshold
+MARGIN_GIB = 1.0
+POLL_S = 2.0
+
+
+def _meminfo_gib() -> tuple[float, float]:
+    """(MemTotal, MemAvailable) in GiB."""
+    fields = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        name, value = line.split(":", 1)
+        fields[name] = int(value.split()[0]) / 2**20
+    return fields["MemTotal"], fields["MemAvailable"]
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot; None: no such process): a pid
+    and its start time name one process, also after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[dict[str, list]]:
+    """The ledger ({token: [pid, its start, need_gib, admitted_at]}, runs whose process ended
+    dropped), read and written back under an exclusive lock."""
+    with open(f"{LEDGER}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            runs = json.loads(LEDGER.read_text()) if LEDGER.exists() else {}
+        except ValueError:
+            runs = {}
+        runs = {token: run for token, run in runs.items() if _process_start(run[0]) == run[1]}
+        yield runs
+        LEDGER.write_text(json.dumps(runs))
+
+
+def short_by(need_gib: float, runs: dict[str, list], now: float) -> float:
+    """How many GiB are missing for a run of ``need_gib`` to start now (0: it may start)."""
+    total, available = _meminfo_gib()
+    ramping = sum(need for _, _, need, at in runs.values() if now - at < RAMP_S)
+    floor = (1 - RAY_KILLS_AT) * total + MARGIN_GIB
+    return max(0.0, need_gib + ramping + floor - available)
+
+
+@contextlib.contextmanager
+def admitted(need_gib: float, what: str) -> Iterator[None]:
+    """Wait until a run of ``need_gib`` GiB at its peak fits beside the runs in flight, then
+    hold its place in the ledger while the body runs."""
+    token = f"{os.getpid()}-{time.monotonic_ns()}"
+    waited_since = None
+    while True:
+        with _locked() as runs:
+            now = time.time()
+            missing = short_by(need_gib, runs, now) if runs else 0.0
+            if missing == 0.0:
+                runs[token] = [os.getpid(), _process_start(os.getpid()), need_gib, now]
+                break
+        if waited_since is None:
+            waited_since = time.monotonic()
+            print(f"memory gate: {what} ({need_gib:.1f} GiB) waits, {missing:.1f} GiB short "
+                  f"beside {len(runs)} run(s) in flight", flush=True)  # fmt: skip
+        time.sleep(POLL_S)
+    if waited_since is not None:
+        print(f"memory gate: {what} admitted after {time.monotonic() - waited_since:.0f} s",
+              flush=True)  # fmt: skip
+    try:
+        yield
+    finally:
+        with _locked() as runs:
+            runs.pop(token, None)

@@ -1,0 +1,98 @@
+"""tests/memory_gate.py: training runs started by tests wait for the memory their peak needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import memory_gate
+import pytest
+
+TOTAL_GIB = 24.0
+FLOOR_GIB = (1 - memory_gate.RAY_KILLS_AT) * TOTAL_GIB + memory_gate.MARGIN_GIB  # 2.2
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    """A private ledger, fast polling, and MemAvailable set by the test."""
+    state = {"available": 20.0}
+    monkeypatch.setattr(memory_gate, "LEDGER", tmp_path / "ledger.json")
+    monkeypatch.setattr(memory_gate, "POLL_S", 0.01)
+    monkeypatch.setattr(memory_gate, "_meminfo_gib", lambda: (TOTAL_GIB, state["available"]))
+    return state
+
+
+def _start_waiting(need: float, what: str) -> tuple[threading.Thread, threading.Event]:
+    admitted = threading.Event()
+
+    def run() -> None:
+        with memory_gate.admitted(need, what):
+            admitted.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, admitted
+
+
+def test_a_run_alone_starts_even_when_memory_is_short(machine, capsys) -> None:
+    machine["available"] = 1.0
+    with memory_gate.admitted(9.0, "alone"):
+        pass
+    assert "waits" not in capsys.readouterr().out
+
+
+def test_a_run_waits_while_a_growing_one_would_not_leave_it_room(machine, capsys) -> None:
+    machine["available"] = 15.0  # 15 - 7 (first, still growing) - 2.2 = 5.8 < 6
+    with memory_gate.admitted(7.0, "first"):
+        thread, admitted = _start_waiting(6.0, "second")
+        assert not admitted.wait(0.3)
+        assert "second (6.0 GiB) waits, 0.2 GiB short beside 1 run(s)" in capsys.readouterr().out
+    assert admitted.wait(5.0)  # the first left the ledger
+    thread.join(5.0)
+    assert "second admitted after" in capsys.readouterr().out
+
+
+def test_room_beside_a_growing_run_is_used_at_once(machine) -> None:
+    machine["available"] = 15.3  # 15.3 - 7 - 2.2 = 6.1 >= 6
+    with memory_gate.admitted(7.0, "first"):
+        _, admitted = _start_waiting(6.0, "second")
+        assert admitted.wait(5.0)
+
+
+def test_a_run_past_its_ramp_is_counted_by_what_it_holds(machine, monkeypatch) -> None:
+    machine["available"] = 9.0  # what the older run holds is already out of MemAvailable
+    with memory_gate.admitted(7.0, "older"):
+        monkeypatch.setattr(memory_gate, "RAMP_S", 0.0)
+        _, admitted = _start_waiting(6.0, "newer")  # 9 - 2.2 = 6.8 >= 6
+        assert admitted.wait(5.0)
+
+
+def test_a_run_whose_process_ended_leaves_the_ledger(machine) -> None:
+    machine["available"] = 10.0
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    pid = int(ended.stdout)
+    memory_gate.LEDGER.write_text(json.dumps({"killed": [pid, "1", 9.0, time.time()]}))
+    _, admitted = _start_waiting(7.0, "next")  # beside a live 9 GiB run it would wait
+    assert admitted.wait(5.0)
+
+
+def test_a_reused_pid_does_not_hold_a_place(machine) -> None:
+    machine["available"] = 10.0  # this process, under another start time: an earlier run's pid
+    memory_gate.LEDGER.write_text(json.dumps({"earlier": [os.getpid(), "1", 9.0, time.time()]}))
+    _, admitted = _start_waiting(7.0, "next")
+    assert admitted.wait(5.0)
+
+
+def test_a_live_run_holds_its_place(machine) -> None:
+    machine["available"] = 10.0
+    start = memory_gate._process_start(os.getpid())
+    memory_gate.LEDGER.write_text(json.dumps({"live": [os.getpid(), start, 9.0, time.time()]}))
+    _, admitted = _start_waiting(7.0, "next")  # 10 - 9 - 2.2 < 7
+    assert not admitted.wait(0.3)
+    memory_gate.LEDGER.write_text("{}")
+    assert admitted.wait(5.0)
