@@ -47,3 +47,33 @@ def test_a_missing_verifier_never_scores_a_correct_answer() -> None:
     assert r.json()["results"][0]["reason"] == "equivalent"
     r = _call("POST", "/v1/equivalent", json={"pairs": [{"answer": "x^2", "reference": "x*x"}]})
     assert r.status_code == 503
+
+
+def test_a_large_body_is_parsed_off_the_event_loop(monkeypatch) -> None:
+    """Before, every body was parsed on the event loop: 45 ms for one of 15 MB, and eight at
+    once held /healthz for up to 195 ms. Where each parse ran is recorded: a small body on the
+    loop (a thread hop costs more), a large one in a thread; a repeated key is still a 422."""
+    from reward_server.service import routes
+
+    on_loop: list[bool] = []
+    parse = routes._parsed
+
+    def recorded(body: bytes, model):
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return parse(body, model)
+
+    monkeypatch.setattr(routes, "_parsed", recorded)
+    small = {"query": [R + "<answer>4</answer>"], "labels": ["4"]}
+    padding = "x" * routes.PARSED_OFF_LOOP_BYTES
+    large = {"query": [R + padding + "<answer>4</answer>"], "labels": ["4"]}
+    assert _call("POST", "/v1/score", json=small).status_code == 200
+    assert _call("POST", "/v1/score", json=large).status_code == 200
+    repeated = b'{"query": ["<answer>5</answer>"], "labels": ["4"], "labels": ["5"], "pad": "%s"}'
+    reply = _call("POST", "/v1/score", content=repeated % padding.encode(),
+                  headers={"Content-Type": "application/json"})  # fmt: skip
+    assert reply.status_code == 422 and "is given twice" in reply.text, reply.text
+    assert on_loop == [True, False, False]
