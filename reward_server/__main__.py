@@ -95,6 +95,12 @@ def loopback(host: str) -> bool:
         return False  # a host name: whatever it resolves to
 
 
+# Beyond the wall-clock net, time for the answers to be built and sent on a busy machine: with
+# the graceful stop equal to the net (10 s), a batch in flight beside a training run was cut by
+# uvicorn before its net had answered it.
+GRACE_BEYOND_NET_S = 5.0
+
+
 def _stop_with_status_0() -> None:
     """End with status 0 after a graceful stop on SIGTERM or SIGINT, with one process or several.
 
@@ -120,7 +126,9 @@ def _serve(args: argparse.Namespace) -> None:
         port=args.port,
         workers=args.workers,
         log_level=args.log_level.lower(),
-        timeout_graceful_shutdown=10,
+        # Requests in flight at a stop signal are answered by their checks' wall-clock net at
+        # the latest (a verdict, or a 503 to retry): the graceful stop waits that long, and more.
+        timeout_graceful_shutdown=settings.verify_wall_timeout_s + GRACE_BEYOND_NET_S,
         timeout_keep_alive=settings.keep_alive_s,
         access_log=settings.access_log,
         http=LimitedHttpProtocol,  # header, body and send deadlines, header and connection caps

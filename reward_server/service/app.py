@@ -10,7 +10,8 @@ import logging
 import os
 import re
 import signal
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import unquote_plus
 
@@ -21,7 +22,12 @@ from reward_server.checker.grade import equivalent, symbolic_equivalent
 from reward_server.checker.pending import SymbolicCheck
 from reward_server.service import connections
 from reward_server.service.metrics import Metrics, process_exited
-from reward_server.service.middleware import BodySizeLimit, EchoRequestId, RequestMetrics
+from reward_server.service.middleware import (
+    AnswerWhenCancelled,
+    BodySizeLimit,
+    EchoRequestId,
+    RequestMetrics,
+)
 from reward_server.service.pool import VerifierPool, die_with_parent
 from reward_server.service.routes import (
     ROUTE_PATHS,
@@ -87,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.debug_hang_answer is not None:
             log.warning("GTPO_RS_DEBUG_HANG_ANSWER is set: a test hook, never use in production")
         await service.pool.start()
+        restore_signals = before_stop_signals(service.pool.stop_replacing)
         service.metrics.workers_ready.set(1)
         # Everything built at start (the app, its routes and schemas, the checker's tables)
         # lives as long as the server: out of the garbage collector's full passes, which
@@ -95,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            restore_signals()
             service.metrics.workers_ready.set(0)
             await service.pool.close()
             service.scorer.close()
@@ -119,9 +127,35 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # the body of a request that will be a 401 is never read
         accepts=None if token is None else lambda scope: token_accepted(scope, token),
     )
+    app.add_middleware(AnswerWhenCancelled)  # a request cut at shutdown gets a 503, counted
     app.add_middleware(RequestMetrics, metrics=service.metrics, routes=ROUTE_PATHS)  # 413s too
     app.add_middleware(EchoRequestId)  # outermost: every answer carries its id, 413s and 500s too
     return app
+
+
+def before_stop_signals(call: Callable[[], None]) -> Callable[[], None]:
+    """Run ``call`` when SIGTERM or SIGINT comes, before the handler already installed (uvicorn
+    installs its graceful stop before the app starts, in the main thread); returns what puts
+    the handlers back. Nothing where the app runs in another thread (an in-process test client)
+    or the handler is not Python's."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    installed = {stop: signal.getsignal(stop) for stop in (signal.SIGTERM, signal.SIGINT)}
+    for stop, handler in installed.items():
+        if callable(handler):
+
+            def first_call(signum: int, frame: object, handler=handler) -> None:
+                call()
+                handler(signum, frame)
+
+            signal.signal(stop, first_call)
+
+    def restore() -> None:
+        for stop, handler in installed.items():
+            if callable(handler):
+                signal.signal(stop, handler)
+
+    return restore
 
 
 # Set by the console script for its uvicorn worker processes: the supervisor's pid.

@@ -167,3 +167,37 @@ class RequestMetrics:
         finally:
             self.metrics.requests.labels(route, str(code)).inc()
             self.metrics.latency.labels(route).observe(time.perf_counter() - start)
+
+
+class AnswerWhenCancelled:
+    """A request still running when uvicorn's graceful stop runs out (``timeout_graceful_shutdown``
+    after a stop signal; __main__ sets it past the wall-clock net, so only a machine too busy to
+    answer by then gets here) is cancelled by uvicorn, which logged the cancellation as a
+    traceback and answered a plain-text 500. Here its client gets what any check that could not
+    be computed gets: a one-line 503 with Retry-After, to send to a server that is up."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_started(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_started)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            detail = "the server stopped before this request could be answered; retry"
+            headers = {"Retry-After": "1", "Connection": "close"}
+            # The request's task ends here, as its cancellation asked, with the answer sent.
+            await JSONResponse({"detail": detail}, status_code=503, headers=headers)(
+                scope, receive, send
+            )

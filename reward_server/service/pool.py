@@ -356,6 +356,11 @@ class FairQueue:
                 return
 
 
+class _Stopping(Exception):
+    """A worker is lost after the server began to stop (``stop_replacing``): its slot ends
+    instead of starting another."""
+
+
 class _WorkerLost(Exception):
     """The worker ended without an answer: ``reason`` is the verdict's (``timeout``,
     ``wall_timeout``, ``worker_error``), ``cause`` a timeout's cause (``CAUSE_CPU``,
@@ -428,6 +433,7 @@ class VerifierPool:
         self._procs: set[mp.process.BaseProcess] = set()
         self._procs_lock = threading.Lock()
         self._closed = False
+        self._stopping = False  # the server is stopping: no worker is replaced any more
         self._queue: FairQueue | None = None
         self._slots: list[asyncio.Task[None]] = []
         self.ready = False
@@ -494,6 +500,14 @@ class VerifierPool:
             self._start_slot(worker)
         self.ready = True
         log.info("verification pool ready: %d workers", self._size)
+
+    def stop_replacing(self) -> None:
+        """The server is stopping (a stop signal came; the requests in flight are being
+        answered): a worker lost from now on is not replaced, and its slot ends. Its check's
+        caller gets ``worker_error`` (no verdict: a retryable 503), or the verdict the loss
+        decided. A new worker started now would only be killed moments later by ``close``, and a
+        new forkserver could outlive the server. Safe to call from a signal handler."""
+        self._stopping = True
 
     async def close(self) -> None:
         """Stop dispatching, fail queued checks, and kill every worker process."""
@@ -613,6 +627,8 @@ class VerifierPool:
                     self._queue.done(job, time.perf_counter() - started)
                 if self._max_tasks and worker.tasks >= self._max_tasks:
                     worker = await self._replace(worker, "recycle")
+        except _Stopping:
+            pass  # the server is stopping: this slot ends, the others serve what is left
         finally:
             self._kill(worker.process, worker.conn)
 
@@ -737,7 +753,10 @@ class VerifierPool:
         return worker.process.exitcode
 
     async def _replace(self, worker: _Worker, reason: str) -> _Worker:
-        """Kill ``worker`` and start a new one; retries until it starts or the pool closes."""
+        """Kill ``worker`` and start a new one; retries until it starts or the pool closes.
+        Raises ``_Stopping`` once the server is stopping (its slot then kills ``worker``)."""
+        if self._stopping:
+            raise _Stopping
         loop = asyncio.get_running_loop()
         if reason != "recycle":
             log.warning("verification worker pid %s replaced: %s", worker.process.pid, reason)

@@ -734,3 +734,31 @@ def test_an_answer_that_kills_every_worker_it_meets_is_its_own_failure() -> None
     asyncio.run(main())
     assert restarts == ["worker_error"] * 10
     assert errors == [("check", "WorkerLost")]
+
+
+def test_once_the_server_stops_a_lost_worker_is_not_replaced() -> None:
+    """Before, a check that ran into its budget while the server drained its requests after a
+    stop signal had its worker replaced (a new process, killed moments later by ``close``; with
+    the forkserver gone, a new forkserver outliving the server). Now its slot ends, its caller
+    still gets its answer, and the other worker serves what is left."""
+    restarts: list[str] = []
+
+    async def main() -> None:
+        pool = _pool(restarts=restarts, timeout_s=0.5, wall_timeout_s=30.0)
+        await pool.start()
+        try:
+            before = _worker_pids(pool)
+            pool.stop_replacing()
+            hung = await pool.run(_symbolic(HANG, "1"), deadline=_far())
+            assert (hung.equal, hung.reason) == (False, "timeout")
+            assert (await pool.run(_symbolic("\\sqrt{9}", "3"))).equal  # the other worker
+            for _ in range(100):  # the lost worker's slot kills it as it ends
+                if _live_workers(pool) == 1:
+                    break
+                await asyncio.sleep(0.05)
+            assert _live_workers(pool) == 1 and _worker_pids(pool) <= before
+        finally:
+            await pool.close()
+        assert restarts == []
+
+    asyncio.run(main())

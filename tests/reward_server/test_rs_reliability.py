@@ -58,8 +58,11 @@ def test_20000_completions_64_clients_with_killed_workers_and_hangs(
     # again on the replacement), and the pool came back to full size each time.
     assert report.kills >= 15 and report.forkserver_kills == 1
     assert report.reruns >= 3, "no kill hit a busy worker: the faults tested nothing"
-    # (live workers by /proc, the gauge) as last seen: which of the two lagged, if one did
-    assert report.recovery_s < 10, report.recovery_seen
+    # Whole again, seen from outside and by the gauge, before the harness's 30 s wait ran out
+    # (the defects this holds left the pool a worker short for good). How soon depends on the
+    # machine: 0.6 s quiet, 10.5 s beside the real model's training (a forkserver and two
+    # workers importing sympy on 2 busy cores).
+    assert report.recovery_seen == (WORKERS, WORKERS), (report.recovery_s, report.recovery_seen)
     assert report.workers_after == WORKERS and report.workers_gauge_after == WORKERS
     # /metrics counts the restarts: one per killed worker (a kill that lands on a worker the
     # pool is already replacing for a timeout is counted once, as a timeout), two for the
