@@ -12,7 +12,8 @@ it waits until what is available (MemAvailable) covers its own need, the needs o
 in the last `RAMP_S` seconds (still growing towards their peak: counted whole), and a margin
 that keeps the machine below Ray's threshold. Runs in flight are kept in a ledger beside the
 lock; a run whose process has ended (killed, timed out) leaves it. A run that finds no other
-run in flight is admitted at once: it has nothing to wait for. Every wait is printed.
+run in flight is admitted at once: it has nothing to wait for. Every wait is printed, and
+written to `WAITS`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LEDGER = Path(tempfile.gettempdir()) / "gtpo-test-memory-ledger.json"
+# Every wait, a line each: pytest captures what a test prints, and the slow stage prints these
+# at its end (tests/slow_stage.py).
+WAITS = Path(tempfile.gettempdir()) / "gtpo-test-memory-waits.log"
 RAMP_S = 300.0  # a run reaches its peak within this (the slowest: a first run's JIT build)
 RAY_KILLS_AT = 0.95  # Ray's memory monitor: memory_usage_threshold
 MARGIN_GIB = 1.0
@@ -94,8 +98,10 @@ def admitted(need_gib: float, what: str) -> Iterator[None]:
                   f"beside {len(runs)} run(s) in flight", flush=True)  # fmt: skip
         time.sleep(POLL_S)
     if waited_since is not None:
-        print(f"memory gate: {what} admitted after {time.monotonic() - waited_since:.0f} s",
-              flush=True)  # fmt: skip
+        line = f"{what} ({need_gib:.1f} GiB) waited {time.monotonic() - waited_since:.0f} s"
+        print(f"memory gate: {line}", flush=True)
+        with WAITS.open("a") as waits:
+            waits.write(line + "\n")
     try:
         yield
     finally:

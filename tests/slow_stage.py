@@ -38,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+import memory_gate  # noqa: E402
 from documented.substitutions import RUN_BY_TESTS_ENV  # noqa: E402
 
 MARKS = "slow and not docker"
@@ -111,6 +112,7 @@ def _wait(running: dict[str, tuple], started: float) -> dict[str, tuple[int, flo
 
 
 def main(extra: list[str]) -> int:
+    memory_gate.WAITS.unlink(missing_ok=True)
     lock = threading.Lock()
     started = time.monotonic()
     ended: dict[str, tuple[int, float]] = {}
@@ -122,6 +124,10 @@ def main(extra: list[str]) -> int:
     print(f"\n== the slow stage: {total / 60:.1f} min in all")
     for name, (code, seconds) in ended.items():
         print(f"   {name:<10} {seconds / 60:5.1f} min, exit {code}")
+    waits = memory_gate.WAITS.read_text().splitlines() if memory_gate.WAITS.exists() else []
+    print(f"   training runs that waited for memory (tests/memory_gate.py): {len(waits)}")
+    for wait in waits:
+        print(f"     {wait}")
     failed = [code for code, _ in ended.values() if code != 0]
     return failed[0] if failed else 0
 

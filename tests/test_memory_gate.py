@@ -21,6 +21,7 @@ def machine(tmp_path, monkeypatch):
     """A private ledger, fast polling, and MemAvailable set by the test."""
     state = {"available": 20.0}
     monkeypatch.setattr(memory_gate, "LEDGER", tmp_path / "ledger.json")
+    monkeypatch.setattr(memory_gate, "WAITS", tmp_path / "waits.log")
     monkeypatch.setattr(memory_gate, "POLL_S", 0.01)
     monkeypatch.setattr(memory_gate, "_meminfo_gib", lambda: (TOTAL_GIB, state["available"]))
     return state
@@ -53,7 +54,8 @@ def test_a_run_waits_while_a_growing_one_would_not_leave_it_room(machine, capsys
         assert "second (6.0 GiB) waits, 0.2 GiB short beside 1 run(s)" in capsys.readouterr().out
     assert admitted.wait(5.0)  # the first left the ledger
     thread.join(5.0)
-    assert "second admitted after" in capsys.readouterr().out
+    assert "second (6.0 GiB) waited" in capsys.readouterr().out
+    assert memory_gate.WAITS.read_text().startswith("second (6.0 GiB) waited ")
 
 
 def test_room_beside_a_growing_run_is_used_at_once(machine) -> None:
