@@ -166,14 +166,13 @@ def _parsed(body: bytes, model: type[BaseModel]) -> Any:
     if body.count(b":") > REPEATED_KEYS_CHECKED:
         return parsed
     try:
-        # pydantic read it as JSON, so as UTF-8: no encoding to detect
+        # pydantic accepted it, so it is UTF-8 (it refuses other encodings and invalid bytes)
         _REPEATS_DECODER.decode(body.decode())
     except _RepeatedKey as exc:
         raise RequestValidationError(
             [{"type": "value_error", "loc": ("body",), "msg": str(exc), "input": None}]
         ) from None
-    except (ValueError, RecursionError) as exc:  # what only pydantic reads (a huge number,
-        # a UTF-8 byte order mark)
+    except (ValueError, RecursionError) as exc:  # what only pydantic reads (a huge number)
         raise RequestValidationError(
             [{"type": "json_invalid", "loc": ("body",), "msg": str(exc), "input": None}]
         ) from None
