@@ -6,7 +6,7 @@
 #                     demo and the reward server's tests under their own CPU load, alone;
 #                     OpenRLHF's real fit() with the real instruct model on vLLM's CPU
 #                     build beside the reward server's reliability suites; every documented
-#                     command, TRL and gtpo eval beside the other fit() suites (about 63 min on
+#                     command, TRL and gtpo eval beside the other fit() suites (about 61 min on
 #                     2 cores; the first run also JIT-builds DeepSpeed's CPU ops, about 1-3
 #                     min, cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
