@@ -20,10 +20,12 @@
 
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
-where it was); each process ends with its slowest tests, then this prints every part's time.
-The exit status is the first failing part's, else 0.
+where it was); each process ends with its slowest tests, then this prints every part's time
+and, last, every failed test's summary line: a CI report that keeps only the end of the output
+still names what failed. The exit status is the first failing part's, else 0.
 
-    python tests/slow_stage.py [PYTEST ARGS...]   # extra arguments go to every part
+    python tests/slow_stage.py [PYTEST ARGS...]        # extra arguments go to every part
+    python tests/slow_stage.py --parts docs,fit ...    # only these parts, in their phases
 """
 
 from __future__ import annotations
@@ -78,15 +80,23 @@ def phases(extra: list[str]) -> list[dict[str, tuple[list[str], dict[str, str]]]
     ]
 
 
-def _relay(name: str, proc: subprocess.Popen, lock: threading.Lock) -> None:
+# The lines of pytest's short test summary that name a test that did not pass.
+NOT_PASSED = ("FAILED ", "ERROR ")
+
+
+def _relay(name: str, proc: subprocess.Popen, lock: threading.Lock, failures: list[str]) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
         with lock:
             sys.stdout.write(f"[{name}] {line}")
             sys.stdout.flush()
+            if line.startswith(NOT_PASSED):
+                failures.append(f"[{name}] {line.rstrip()}")
 
 
-def _start(name: str, argv: list[str], env: dict[str, str], lock: threading.Lock) -> tuple:
+def _start(
+    name: str, argv: list[str], env: dict[str, str], lock: threading.Lock, failures: list[str]
+) -> tuple:
     # Each part its own pytest temporary folder: pytest's cleanup of old numbered folders must
     # not meet another part's.
     base = Path(tempfile.gettempdir()) / f"gtpo-slow-{name}"
@@ -95,7 +105,7 @@ def _start(name: str, argv: list[str], env: dict[str, str], lock: threading.Lock
         stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )  # fmt: skip
-    relay = threading.Thread(target=_relay, args=(name, proc, lock), daemon=True)
+    relay = threading.Thread(target=_relay, args=(name, proc, lock, failures), daemon=True)
     relay.start()
     return proc, relay
 
@@ -111,14 +121,37 @@ def _wait(running: dict[str, tuple], started: float) -> dict[str, tuple[int, flo
     return ended
 
 
-def main(extra: list[str]) -> int:
+def _chosen(argv: list[str]) -> tuple[set[str] | None, list[str]]:
+    """`--parts a,b` out of the command line: the parts to run (None: all), the rest."""
+    if "--parts" not in argv:
+        return None, argv
+    at = argv.index("--parts")
+    if at + 1 == len(argv):
+        raise SystemExit("--parts needs a comma-separated list, e.g. --parts docs,fit")
+    return set(argv[at + 1].split(",")), argv[:at] + argv[at + 2 :]
+
+
+def main(argv: list[str]) -> int:
+    only, extra = _chosen(argv)
+    every_part = {name for parts in phases(extra) for name in parts}
+    if only is not None and not only <= every_part:
+        raise SystemExit(
+            f"unknown part(s) {sorted(only - every_part)}; the parts: {sorted(every_part)}"
+        )
     memory_gate.WAITS.unlink(missing_ok=True)
     lock = threading.Lock()
+    failures: list[str] = []
     started = time.monotonic()
     ended: dict[str, tuple[int, float]] = {}
     for parts in phases(extra):
+        chosen = {name: part for name, part in parts.items() if only is None or name in only}
+        if not chosen:
+            continue
         phase_started = time.monotonic()
-        running = {name: _start(name, argv, env, lock) for name, (argv, env) in parts.items()}
+        running = {
+            name: _start(name, command, env, lock, failures)
+            for name, (command, env) in chosen.items()
+        }
         ended |= _wait(running, phase_started)
     total = time.monotonic() - started
     print(f"\n== the slow stage: {total / 60:.1f} min in all")
@@ -128,6 +161,9 @@ def main(extra: list[str]) -> int:
     print(f"   training runs that waited for memory (tests/memory_gate.py): {len(waits)}")
     for wait in waits:
         print(f"     {wait}")
+    print(f"   tests that did not pass: {len(failures)}")
+    for failure in failures:
+        print(f"     {failure}")
     failed = [code for code, _ in ended.values() if code != 0]
     return failed[0] if failed else 0
 
