@@ -62,12 +62,21 @@ def test_the_trained_weights_are_left_alone_and_the_sync_view_ends_with_the_bloc
     assert not torch.equal(synced[name], after[peft_name])
 
 
-def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
-    """GTPO's `broadcast_to_vllm` with LoRA (NCCL or gloo broadcast path): each merged copy is
-    sent and dropped before the next is made. OpenRLHF's own loop lists every parameter before
-    sending the first, so over the merged view every rank held a merged copy of every adapted
-    layer at once (GBs for a 3B model, beside vLLM's weights). Only the transport is faked here:
-    Ray's object refs, the broadcast group and the CUDA stream."""
+@pytest.mark.parametrize("transport", ["broadcast", "cuda_ipc"])
+def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch, transport):
+    """GTPO's `broadcast_to_vllm` with LoRA, over both of OpenRLHF's transports: each merged
+    copy is sent and dropped before the next is made, and the engines get the merged values,
+    in the model's order. OpenRLHF's own loop lists every parameter before sending the first,
+    so over the merged view every rank held a merged copy of every adapted layer at once (GBs
+    for an 8B model, beside vLLM's weights).
+
+    `cuda_ipc` is what a GPU run with `--vllm.sync_backend nccl --train.colocate_all` takes;
+    here its GTPO side runs with the transport's CUDA parts stood in: the handle is torch's
+    own `reduce_tensor` of a CPU tensor (shared memory, not a CUDA IPC handle), the GPU's UUID
+    is a name, the all-gather has one rank, and the engine rebuilds the tensor from the handle
+    as vLLM's worker does. What only a GPU shows: CUDA IPC itself (the handle's device field,
+    which the worker rewrites), NCCL, and the engine's load on its GPU. Ray's object refs, the
+    broadcast group and the CUDA stream are faked for `broadcast`."""
     pytest.importorskip("openrlhf")
     import types
     import weakref
@@ -76,9 +85,10 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
     from openrlhf.trainer.ray import ppo_actor
     from openrlhf.utils import distributed_util
 
-    from gtpo.openrlhf import lora, policy
+    from gtpo.openrlhf import lora, policy, seam
 
     model, base_names = tiny_peft()
+    expected = dict(tiny_peft()[0].merge_and_unload().named_parameters())
     own = {p.data_ptr() for p in model.parameters()}
     made: list[weakref.ref] = []  # every merged copy the sync made
     produce = lora.rollout_parameters
@@ -92,22 +102,45 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
 
     sent, alive_at_send = [], []
 
-    class Group:  # the weight-update group: records what was broadcast
+    def arrived(name, value, last):
+        alive_at_send.append(sum(ref() is not None for ref in made))
+        sent.append((name, last))
+        torch.testing.assert_close(value, expected[name].detach(), rtol=1e-6, atol=1e-6)
+
+    class Group:  # the broadcast transport: rank 0 announces a weight, then broadcasts it
+        def announced(self, name, empty_cache, **_):
+            self.name, self.last = name, empty_cache
+
         def broadcast(self, tensor, src, stream=None):
-            alive_at_send.append(sum(ref() is not None for ref in made))
+            arrived(self.name, tensor, self.last)
+
+    group = Group()
+
+    def loaded_from_handle(name, dtype, shape, ipc_handles, empty_cache):
+        rebuild, rebuild_args = ipc_handles["GPU-0"]  # what vLLM's worker does, on its GPU
+        value = rebuild(*rebuild_args)
+        assert value.dtype == dtype and value.shape == shape
+        arrived(name, value, empty_cache)
 
     class Engine:
         def __init__(self):
-            self.update_weight = types.SimpleNamespace(
-                remote=lambda name, **kw: sent.append((name, kw["empty_cache"]))
-            )
+            self.update_weight = types.SimpleNamespace(remote=group.announced)
+            self.update_weight_cuda_ipc = types.SimpleNamespace(remote=loaded_from_handle)
             self.reset_prefix_cache = types.SimpleNamespace(remote=lambda: None)
+
+    def all_gather_object(out, obj, group=None):  # one rank
+        out[0] = obj
 
     monkeypatch.setattr(lora, "rollout_parameters", watched)
     monkeypatch.setattr(policy, "rollout_parameters", watched)
     monkeypatch.setattr(ray, "get", lambda refs: refs)
     monkeypatch.setattr(torch.distributed, "get_rank", lambda *a: 0)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda *a: 1)
+    monkeypatch.setattr(torch.distributed, "all_gather_object", all_gather_object)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: None)
+    # The GPU's UUID, where GTPO's sync and OpenRLHF's read it.
+    monkeypatch.setattr(seam, "physical_gpu_id", lambda: "GPU-0")
+    monkeypatch.setattr(ppo_actor, "get_physical_gpu_id", lambda: "GPU-0")
     for module in (distributed_util, ppo_actor):  # one rank: no barrier to wait at
         monkeypatch.setattr(module, "torch_dist_barrier_and_cuda_sync", lambda: None)
     args = types.SimpleNamespace(
@@ -117,8 +150,8 @@ def test_the_sync_holds_one_merged_weight_at_a_time(monkeypatch):
     trainer = policy.GTPOActorPPOTrainer.__new__(policy.GTPOActorPPOTrainer)
     trainer.args, trainer.strategy = args, types.SimpleNamespace(args=args)
     trainer.actor = types.SimpleNamespace(model=types.SimpleNamespace(module=model))
-    trainer.use_cuda_ipc, trainer.vllm_engines = False, [Engine()]
-    trainer._model_update_group = Group()
+    trainer.use_cuda_ipc, trainer.vllm_engines = transport == "cuda_ipc", [Engine()]
+    trainer._model_update_group = group
 
     trainer.broadcast_to_vllm()
     assert [name for name, _ in sent] == base_names

@@ -119,8 +119,12 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "RayActorGroup.async_run_method",
         "RayActorGroup.async_run_method_batch",
     ),
+    "openrlhf.trainer.ray.utils": ("get_physical_gpu_id",),
     "openrlhf.trainer.ray.vllm_engine": (
         "RolloutRayActor.__ray_actor_class__",
+        "RolloutRayActor.__ray_actor_class__.update_weight",
+        "RolloutRayActor.__ray_actor_class__.update_weight_cuda_ipc",
+        "RolloutRayActor.__ray_actor_class__.reset_prefix_cache",
         "RolloutRayActor._default_options",
         "create_vllm_engines",
         "batch_vllm_engine_call",

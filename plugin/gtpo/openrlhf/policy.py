@@ -66,11 +66,12 @@ class GTPOActorPPOTrainer(seam.ActorPPOTrainer):
         if not is_peft(model):
             return super().broadcast_to_vllm()
         gather = compat.ZERO_STAGE.get(self.args) == 3
-        if self.use_cuda_ipc or compat.TENSOR_PARALLEL_SIZE.get(self.args) > 1:
-            # OpenRLHF's own loop (CUDA IPC handles, tensor-parallel gathers) over the merged
-            # view: every merged copy at once.
+        if compat.TENSOR_PARALLEL_SIZE.get(self.args) > 1:
+            # OpenRLHF's own loop (its tensor-parallel gathers) over the merged view: every
+            # merged copy at once. DeepSpeed's AutoTP splits the layers LoRA wraps.
             with merged_view(model, gather=gather):
                 return super().broadcast_to_vllm()
+        # Broadcast (NCCL, gloo, Ray) or CUDA IPC (NCCL, colocated): the same loop.
         weights = rollout_parameters(model, gather)
         return seam.stream_to_engines(self, weights, rollout_parameter_count(model))
 

@@ -16,7 +16,8 @@ of the classes below, and never imports OpenRLHF itself.
   and each method it inherits from OpenRLHF reached through GTPO's class, so that the actor's
   process runs OpenRLHF's real method, not a pickled copy;
   `WithArguments`: such a class built by OpenRLHF with keyword arguments of GTPO's added.
-- `stream_to_engines`: OpenRLHF's weight-sync loop, one weight at a time (LoRA's merged copies).
+- `stream_to_engines`: OpenRLHF's weight-sync loop, one weight at a time (LoRA's merged copies),
+  over either of its transports (`send_by_broadcast`, `send_by_cuda_ipc`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from openrlhf.trainer import ppo_trainer, ppo_trainer_async
 from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
 from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator as _SamplesGenerator
 from openrlhf.trainer.ray import ppo_actor, vllm_engine
+from openrlhf.trainer.ray.utils import get_physical_gpu_id as physical_gpu_id
 from openrlhf.trainer.ray.vllm_engine import batch_vllm_engine_call
 from openrlhf.utils import distributed_util
 from openrlhf.utils.agent import SingleTurnAgentExecutor
@@ -48,7 +50,8 @@ __all__ = [
     "PPOTrainer", "PPOTrainerAsync", "PolicyModelActor", "RewardExecutor", "RolloutRayActor",
     "SamplesGenerator", "TrainingActor", "WithArguments", "batch_vllm_engine_call", "building",
     "gather_and_pad_tensor", "get_loss_batch_info", "init_logger", "merge_mm_train_inputs",
-    "remote", "replaced", "resolve", "stream_to_engines", "unpad_and_slice_tensor",
+    "physical_gpu_id", "remote", "replaced", "resolve", "send_by_broadcast", "send_by_cuda_ipc",
+    "stream_to_engines", "unpad_and_slice_tensor",
 ]  # fmt: skip
 
 
@@ -221,21 +224,23 @@ def building(*builds: tuple[compat.Built, Any]) -> AbstractContextManager[None]:
 
 
 def stream_to_engines(trainer: Any, weights: Any, count: int) -> None:
-    """OpenRLHF 0.11.2's `ActorPPOTrainer.broadcast_to_vllm` (its broadcast path: NCCL, gloo or
-    Ray collectives), fed `count` (name, tensor) pairs one at a time: each is sent, and dropped
-    before the next is made. OpenRLHF first lists every parameter, which for LoRA's merged
-    copies (`lora.rollout_parameters`) holds a copy of every adapted layer at once.
+    """OpenRLHF 0.11.2's `ActorPPOTrainer.broadcast_to_vllm`, fed `count` (name, tensor) pairs
+    one at a time: each is sent, and dropped before the next is made. OpenRLHF first lists
+    every parameter, which for LoRA's merged copies (`lora.rollout_parameters`) holds a copy of
+    every adapted layer at once.
 
-    Every rank iterates `weights` together (under ZeRO-3 each pair is a gather); rank 0 sends.
-    The last weight is marked `empty_cache`, as OpenRLHF marks it, and the prefix caches are
-    reset around the sync as OpenRLHF resets them.
+    The loop is the same for both of OpenRLHF's transports; only the call that hands one weight
+    to the engines differs (`send_by_broadcast`, `send_by_cuda_ipc`), chosen as OpenRLHF chooses
+    it (`use_cuda_ipc`: NCCL with every model colocated). Every rank iterates `weights`
+    together (under ZeRO-3 each pair is a gather). The last weight is marked `empty_cache`, as
+    OpenRLHF marks it, and the prefix caches are reset around the sync as OpenRLHF resets them.
     """
     import deepspeed
 
-    args = trainer.strategy.args
+    send = send_by_cuda_ipc if trainer.use_cuda_ipc else send_by_broadcast
     rank0 = torch.distributed.get_rank() == 0
     resets = []
-    if rank0 and compat.PREFIX_CACHING.get(args):
+    if rank0 and compat.PREFIX_CACHING.get(trainer.strategy.args):
         resets = [engine.reset_prefix_cache.remote() for engine in trainer.vllm_engines]
     torch.cuda.empty_cache()
     sent = 0
@@ -243,26 +248,65 @@ def stream_to_engines(trainer: Any, weights: Any, count: int) -> None:
         sent += 1
         partitioned = hasattr(weight, "ds_id")  # a ZeRO-3 parameter left as it is
         with deepspeed.zero.GatheredParameters([weight], enabled=partitioned):
-            if rank0:
-                shape = weight.ds_shape if hasattr(weight, "ds_shape") else weight.shape
-                updates = [
-                    engine.update_weight.remote(
-                        name, dtype=weight.dtype, shape=shape, empty_cache=sent == count
-                    )
-                    for engine in trainer.vllm_engines
-                ]
-                if compat.SYNC_WITH_RAY.get(args):
-                    import ray.util.collective as collective
-
-                    collective.broadcast(weight.data, 0, group_name=trainer._model_update_group)
-                else:
-                    trainer._model_update_group.broadcast(
-                        weight.data, src=0, stream=torch.cuda.current_stream()
-                    )
-                ray.get(updates)
+            send(trainer, name, weight, last=sent == count)
         del weight
     if sent != count:
         raise RuntimeError(f"the weight sync sent {sent} weights, {count} expected")
     ray.get(resets)
     torch.cuda.empty_cache()
     distributed_util.torch_dist_barrier_and_cuda_sync()
+
+
+def _shape(weight: torch.Tensor) -> torch.Size:
+    # A ZeRO-3 parameter's own shape is its empty partition's; OpenRLHF sends `ds_shape`.
+    return weight.ds_shape if hasattr(weight, "ds_shape") else weight.shape
+
+
+def send_by_broadcast(trainer: Any, name: str, weight: torch.Tensor, last: bool) -> None:
+    """One weight to every engine by a collective from rank 0 (NCCL, gloo or Ray's), as
+    OpenRLHF's `_broadcast_param`: rank 0 announces it to each engine and broadcasts it."""
+    if torch.distributed.get_rank() != 0:
+        return
+    shape = _shape(weight)
+    updates = [
+        engine.update_weight.remote(name, dtype=weight.dtype, shape=shape, empty_cache=last)
+        for engine in trainer.vllm_engines
+    ]
+    if compat.SYNC_WITH_RAY.get(trainer.strategy.args):
+        import ray.util.collective as collective
+
+        collective.broadcast(weight.data, 0, group_name=trainer._model_update_group)
+    else:
+        trainer._model_update_group.broadcast(
+            weight.data, src=0, stream=torch.cuda.current_stream()
+        )
+    ray.get(updates)
+
+
+def send_by_cuda_ipc(trainer: Any, name: str, weight: torch.Tensor, last: bool) -> None:
+    """One weight to the colocated engines by CUDA IPC, as OpenRLHF's `_handle_cuda_ipc`:
+    every rank shares its own GPU's copy as a handle, rank 0 gives each engine the handles of
+    every GPU, and each engine's worker maps the one of its GPU and loads from it.
+
+    A parameter is copied first, as OpenRLHF copies it (a handle shares the whole storage, and
+    DeepSpeed's parameters live in flat buffers); a merged LoRA copy is already a tensor of
+    its own, so it is shared as it is: one merged weight on the GPU at a time.
+    """
+    from torch.multiprocessing.reductions import reduce_tensor
+
+    own = weight.data.clone() if isinstance(weight, torch.nn.Parameter) else weight.data
+    handles: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(handles, {physical_gpu_id(): reduce_tensor(own)})
+    if torch.distributed.get_rank() == 0:
+        by_gpu = {gpu: handle for each in handles for gpu, handle in each.items()}
+        shape = _shape(weight)
+        loads = [
+            engine.update_weight_cuda_ipc.remote(
+                name, dtype=weight.dtype, shape=shape, ipc_handles=by_gpu, empty_cache=last
+            )
+            for engine in trainer.vllm_engines
+        ]
+        ray.get(loads)
+    # The engines have loaded from `own` before any rank drops it.
+    distributed_util.torch_dist_barrier_and_cuda_sync()
+    del own
