@@ -133,7 +133,7 @@ def test_qlora_trains_the_adapters_on_a_frozen_4bit_base(qlora):
     assert len(qlora.experiences()) == STEPS
     assert "autograd kernel was not registered" not in qlora.log
     raws = raw_states(qlora)
-    assert len(raws) == STEPS
+    assert len(raws) == 1 + STEPS  # the sync at start-up, then one after each step
     bases = [n for n, v in raws[0].items() if isinstance(v, dict)]
     layers = {n.split(".layers.")[1].split(".")[0] for n in bases}
     assert len(bases) == len(layers) * len(PROJECTIONS) and len(layers) == 30
@@ -144,8 +144,9 @@ def test_qlora_trains_the_adapters_on_a_frozen_4bit_base(qlora):
     assert len(adapters) == 2 * len(bases)
     for name in adapters:
         if ".lora_B." in name:  # B starts at zero: the first step moved it
-            assert raws[0][name].abs().max() > 0, name
-        assert not torch.equal(raws[0][name], raws[1][name]), name  # and the second
+            assert raws[0][name].abs().max() == 0, name
+            assert raws[1][name].abs().max() > 0, name
+        assert not torch.equal(raws[1][name], raws[2][name]), name  # and the second
     # OpenRLHF's final save is the adapter the last sync merged, on every projection.
     from safetensors.torch import load_file
 
@@ -166,7 +167,7 @@ def test_every_sync_gives_vllm_the_dequantized_base_with_the_adapters_merged(qlo
     checkpoint's in bf16."""
     checkpoint = checkpoint_weights(qlora.model)
     syncs = list(qlora.engine_syncs().values())
-    assert len(syncs) == 1 and len(syncs[0]) == STEPS  # one engine, one sync per step
+    assert len(syncs) == 1 and len(syncs[0]) == 1 + STEPS  # one engine: start-up, each step
     for n, (raw, (held, layout)) in enumerate(zip(raw_states(qlora), syncs[0], strict=True), 1):
         assert layout["tied"] and layout["lm_head_is_embedding"]
         assert set(held) == set(checkpoint) - {"lm_head.weight"}, n
@@ -203,7 +204,7 @@ def test_vllms_greedy_after_each_sync_is_transformers_on_the_merged_weights(qlor
     for line in path.read_text().splitlines():
         row = json.loads(line)
         greedy.setdefault(row["syncs"], {})[row["prompt"]] = row["ids"]
-    assert sorted(greedy) == list(range(1, STEPS + 1))
+    assert sorted(greedy) == list(range(1, STEPS + 2))  # start-up's sync, then each step's
     model = AutoModelForCausalLM.from_pretrained(qlora.model, dtype=torch.float32).eval()
     unquantized = {k: v.to(torch.bfloat16).float() for k, v in model.state_dict().items()}
 
@@ -240,3 +241,15 @@ def test_vllms_greedy_after_each_sync_is_transformers_on_the_merged_weights(qlor
             n, float(sent.mean()), float(control.mean()),
         )  # fmt: skip
         assert float((sent == 0).float().mean()) >= GREEDY_TOP_SHARE, (n, sent.tolist())
+
+
+def test_every_generation_samples_the_trainers_4bit_model(qlora):
+    """The engine loads the checkpoint's bf16 weights; the trainer computes with the NF4 base
+    dequantized. GTPO syncs them before anything is generated, so H_ini's generations (the
+    first call) and every rollout come from dequant(NF4) + B·A·α/r: each completion the engine
+    generated was sampled after at least one sync. Before that sync, H_ini's 2 × G
+    generations and the first step's rollout were sampled from the bf16 model."""
+    syncs_then = [n for each in qlora.engine_versions().values() for n in each]
+    assert len(syncs_then) == (2 + STEPS * PROMPTS_PER_STEP) * G
+    # H_ini's and step 1's rollouts after the start-up sync, step 2's after step 1's sync.
+    assert sorted(set(syncs_then)) == list(range(1, STEPS + 1)), sorted(set(syncs_then))

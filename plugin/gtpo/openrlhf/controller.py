@@ -104,13 +104,26 @@ class GTPOController:
         h_ini = state.restore_h_ini(states, self.gtpo.h_ini)
         # Only δ's `auto` mode reads H_ini (Eq. 6); the GRPO baseline and δ on/off skip the
         # measurement's h_ini_prompts × G generations.
-        if h_ini is None and self.gtpo.filter_mode == "auto":
-            if self.resumed_at > 0:
-                # fit() syncs the resumed weights to the rollout engines only after this call.
-                self.broadcast_to_vllm()
+        measure = h_ini is None and self.gtpo.filter_mode == "auto"
+        if self.engines_behind_trainer(measure):
+            self.broadcast_to_vllm()
+        if measure:
             h_ini = self.measure_h_ini()
         self.experience_maker.h_ini = h_ini
         return states
+
+    def engines_behind_trainer(self, measure: bool) -> bool:
+        """Whether the rollout engines must be synced before anything is generated.
+
+        They load the checkpoint's own weights, and OpenRLHF's fit() syncs them only when it
+        resumes, after this call. So they sample another model than the trainer's when the run
+        resumes and H_ini is measured first, and, in every fresh run, with a 4-bit base
+        (QLoRA): the trainer computes with dequant(NF4) + B·A·α/r, the engines with the bf16
+        weights NF4 was made from. Without this sync H_ini's generations and the first rollout
+        came from that other model."""
+        if self.resumed_at > 0:
+            return measure
+        return bool(compat.LOAD_IN_4BIT.get(self.args))
 
     def measure_h_ini(self) -> float:
         """H_ini of Eq. 6: mean ⟨H⟩ over the first --gtpo.h_ini_prompts training prompts.
