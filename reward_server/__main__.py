@@ -15,6 +15,7 @@ import uvicorn
 from reward_server.service.app import SUPERVISOR_PID
 from reward_server.service.connections import LimitedHttpProtocol
 from reward_server.service.settings import Settings
+from reward_server.service.uvicorn_internals import UvicornIncompatibleError, check_uvicorn
 
 log = logging.getLogger("reward_server")
 
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--log-level", default=defaults.log_level, help="default %(default)s")
     args = parser.parse_args(argv)
+    try:  # the connection limits extend uvicorn's private protocol: the release must have it
+        check_uvicorn()
+    except UvicornIncompatibleError as exc:
+        parser.exit(2, f"gtpo-reward-server: {exc}\n")
 
     # The app factory reads GTPO_RS_* in each uvicorn worker process: pass flags that way.
     os.environ["GTPO_RS_HOST"] = args.host
