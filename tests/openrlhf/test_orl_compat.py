@@ -157,10 +157,10 @@ def test_every_attribute_the_subclasses_read_is_gtpos_or_declared_in_compat():
 
 def _break_source(monkeypatch, attribute: str) -> None:
     """A release that no longer sets `attribute` on its objects (renamed in its source)."""
-    source = compat._source
+    source = compat.source_of
     renamed = rf"\bself\.{attribute}\b"
     monkeypatch.setattr(
-        compat, "_source", lambda obj: re.sub(renamed, f"self.{attribute}_gone", source(obj))
+        compat, "source_of", lambda obj: re.sub(renamed, f"self.{attribute}_gone", source(obj))
     )
 
 
@@ -207,10 +207,10 @@ def test_each_instance_attribute_a_release_no_longer_sets_is_named(monkeypatch, 
 
 @pytest.mark.parametrize("built", [b for b in compat.BUILT if b.builder], ids=lambda b: b.name)
 def test_each_name_openrlhf_no_longer_builds_by_is_named(monkeypatch, built):
-    source = compat._source
+    source = compat.source_of
     builder = compat.resolve(built.module, built.builder)
     monkeypatch.setattr(
-        compat, "_source",
+        compat, "source_of",
         lambda obj: source(obj).replace(built.name, "Other") if obj is builder else source(obj),
     )  # fmt: skip
     named = re.escape(f"{built.module}.{built.builder} building {built.name}")

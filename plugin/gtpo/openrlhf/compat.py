@@ -32,18 +32,18 @@ predicts sequences[:, t+1]; OpenRLHF keeps the last A = action_mask.shape[1] of 
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
 import importlib
 import importlib.util
 import inspect
-import textwrap
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
 import torch
+
+from gtpo.sources import assigned_on_self, source_of
 
 # --- the release --------------------------------------------------------------------------
 
@@ -524,35 +524,10 @@ def _has(module_name: str, dotted: str) -> bool:
     return True
 
 
-def _source(obj: Any) -> str:
-    """OpenRLHF's source of a class or function ("" when Python cannot read it)."""
-    try:
-        return textwrap.dedent(inspect.getsource(obj))
-    except (OSError, TypeError):
-        return ""
-
-
 def assigned_attributes(cls: type) -> set[str]:
     """The attributes `cls` and its OpenRLHF bases set on `self` in their methods."""
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        if not klass.__module__.startswith("openrlhf"):
-            continue
-        for node in ast.walk(ast.parse(_source(klass))):
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-                targets = [node.target]
-            else:
-                continue
-            names |= {
-                t.attr
-                for target in targets
-                for t in ast.walk(target)
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                if t.value.id == "self"
-            }
-    return names
+    openrlhf = (k for k in cls.__mro__ if k.__module__.startswith("openrlhf"))
+    return {name for klass in openrlhf for name in assigned_on_self(source_of(klass))}
 
 
 def _missing_instance_attributes() -> list[str]:
@@ -577,7 +552,7 @@ def _missing_built() -> list[str]:
         if not _has(built.module, built.name):
             missing.append(f"{built.module}.{built.name}")
         elif built.builder and _has(built.module, built.builder):
-            if built.name not in _source(resolve(built.module, built.builder)):
+            if built.name not in source_of(resolve(built.module, built.builder)):
                 missing.append(f"{built.module}.{built.builder} building {built.name}")
         elif built.builder:
             missing.append(f"{built.module}.{built.builder}")

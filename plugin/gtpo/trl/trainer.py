@@ -48,6 +48,7 @@ from gtpo.objective import metric_sums, metrics_from_sums, token_advantages
 from gtpo.reward_client import RewardServerError
 from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor, log_measured_h_ini, prefixed, restore_h_ini
 from gtpo.trl.checks import check_trl_args
+from gtpo.trl.internals import check_trl
 from gtpo.trl.rewards import ChatRenderer, RewardServerReward
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class GTPOTrainer(GRPOTrainer):
         gtpo_config: GTPOConfig | None = None,
         **trl_kwargs: Any,
     ) -> None:
+        check_trl()  # the private methods overridden below exist in the installed TRL
         self.gtpo_config = gtpo_config if gtpo_config is not None else GTPOConfig()
         if not isinstance(self.gtpo_config, GTPOConfig):
             raise GTPOConfigError(
