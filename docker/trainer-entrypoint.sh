@@ -19,7 +19,8 @@
 #   GTPO_MAX_NEW_TOKENS (512)  GTPO_MAX_LEN (1024)  GTPO_NUM_NODES (1)
 #   GTPO_GPUS_PER_NODE (visible GPUs)  GTPO_VLLM_TP (1)  GTPO_VLLM_MEMORY (0.6)  GTPO_REWARD_URL
 #   GTPO_RUN_NAME  GTPO_CKPT_DIR (/ckpt)  GTPO_OUTPUT_DIR (/outputs)  GTPO_SAVE_STEPS (50)
-#   GTPO_RAY_HEAD (host:6379, ray-worker)  WANDB_API_KEY (turns W&B logging on)
+#   GTPO_RAY_HEAD (host:6379, ray-worker)  GTPO_NODE_IP (the head's cluster address: Ray and
+#   its job server bind it; default: the first of `hostname -I`)  WANDB_API_KEY (turns W&B on)
 #   GTPO_EXTRA_ARGS (more flags, split on whitespace)
 set -euo pipefail
 
@@ -38,6 +39,12 @@ gpus_per_node() {
   else
     echo 0
   fi
+}
+
+node_ip() {  # the address the other nodes reach this one at: GTPO_NODE_IP, else the first
+  # address `hostname -I` lists (on a host with several networks, set GTPO_NODE_IP)
+  if [ -n "${GTPO_NODE_IP:-}" ]; then echo "$GTPO_NODE_IP"; else
+    { hostname -I 2>/dev/null || true; } | awk '{print $1}'; fi
 }
 
 positive_int() {  # name value
@@ -107,7 +114,13 @@ case "$mode" in
     if [ "${GTPO_NUM_NODES:-1}" -gt 1 ]; then
       # The head also trains; workers join with `ray-worker`. OpenRLHF's ray.init() attaches to
       # the running cluster and its placement groups wait until every node's GPUs have joined.
-      ray start --head --port 6379 --num-gpus "$(gpus_per_node)" --dashboard-host 0.0.0.0
+      # Ray's job server (port 8265, on the dashboard's address) runs whatever job it is sent
+      # and has no authentication: it listens on the cluster address only, never on every
+      # interface. Whoever reaches that address and port can submit a job.
+      ip=$(node_ip)
+      [ -n "$ip" ] || die "set GTPO_NODE_IP to this node's address on the cluster network"
+      ray start --head --port 6379 --node-ip-address "$ip" --dashboard-host "$ip" \
+        --num-gpus "$(gpus_per_node)"
     fi
     echo "trainer: $(show_command)" >&2
     exec "${CMD[@]}"

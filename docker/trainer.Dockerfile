@@ -50,6 +50,11 @@ RUN export PIP_FIND_LINKS="/wheelhouse ${PIP_FIND_LINKS:-}" \
  && pip install ".[openrlhf,server]" "openrlhf[vllm]==${OPENRLHF_VERSION}" \
  && for p in openrlhf vllm flash-attn deepspeed ray; do pip show -q "$p" >/dev/null || exit 1; done \
  && python -c "import gtpo.openrlhf.flags, reward_server.service.app"
+# peft imports torchao whenever it is installed and refuses one below 0.16 at the first LoRA
+# layer, so the LoRA recipes' model load would fail in every policy actor; nothing here needs
+# it (no dependency above requires it), so the base image's copy goes, once everything is in.
+RUN pip uninstall -y torchao || true \
+ && python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torchao') is not None)"
 # (No import of vllm/flash_attn here: builders often have no GPU driver to load them with.)
 
 COPY docker/trainer-entrypoint.sh /usr/local/bin/gtpo-trainer-entrypoint

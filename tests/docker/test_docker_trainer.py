@@ -110,6 +110,36 @@ def test_ray_worker_needs_the_head_address():
     assert out.returncode == 2 and "GTPO_RAY_HEAD" in out.stderr
 
 
+def test_the_multi_node_head_serves_ray_jobs_on_the_cluster_address_only(tmp_path):
+    """With several nodes the head starts Ray first. Its job server (8265) runs any job it is
+    sent, unauthenticated: it binds the node's cluster address, not 0.0.0.0 (before: every
+    interface). `ray` and `gtpo-openrlhf` are scripts here that record their arguments."""
+    for tool in ("ray", "gtpo-openrlhf"):
+        script = tmp_path / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {tmp_path}/calls\n')
+        script.chmod(0o755)
+    path = f"{tmp_path}:/usr/bin:/bin"
+    env = {"PATH": path, "GTPO_GPUS_PER_NODE": "8", "GTPO_NUM_NODES": "2"}
+    out = entrypoint("train", GTPO_NODE_IP="10.0.0.1", **env)
+    assert out.returncode == 0, out.stderr
+    ray, launcher = (tmp_path / "calls").read_text().splitlines()
+    argv = ray.split()
+    assert argv[:3] == ["ray", "start", "--head"] and "0.0.0.0" not in argv
+    assert flag(argv, "--dashboard-host") == flag(argv, "--node-ip-address") == "10.0.0.1"
+    assert launcher.startswith("gtpo-openrlhf ")
+    # Without GTPO_NODE_IP: the node's first address; without any, what to set.
+    (tmp_path / "calls").unlink()
+    hostname = tmp_path / "hostname"
+    hostname.write_text("#!/bin/sh\necho 10.1.2.3 172.17.0.1\n")
+    hostname.chmod(0o755)
+    assert entrypoint("train", **env).returncode == 0
+    argv = (tmp_path / "calls").read_text().splitlines()[0].split()
+    assert flag(argv, "--dashboard-host") == flag(argv, "--node-ip-address") == "10.1.2.3"
+    hostname.write_text("#!/bin/sh\nexit 1\n")
+    out = entrypoint("train", **env)
+    assert out.returncode == 2 and "set GTPO_NODE_IP" in out.stderr
+
+
 def test_other_commands_run_as_given():
     out = entrypoint("echo", "hello")
     assert (out.returncode, out.stdout) == (0, "hello\n")
