@@ -8,12 +8,21 @@ peaks at once beside the pytest processes filled the 24 GiB machine, and Ray's m
 (at 95 % used) killed a worker of one of them.
 
 So each run asks `admitted(need_gib)` first. Under a lock every process on the machine shares,
-it waits until what is available (MemAvailable) covers its own need, the needs of runs admitted
-in the last `RAMP_S` seconds (still growing towards their peak: counted whole), and a margin
-that keeps the machine below Ray's threshold. Runs in flight are kept in a ledger beside the
-lock; a run whose process has ended (killed, timed out) leaves it. A run that finds no other
-run in flight is admitted at once: it has nothing to wait for. Every wait is printed, and
-written to `WAITS`.
+it waits until both hold:
+
+- what is available (MemAvailable) covers its own need, the needs of runs admitted in the last
+  `RAMP_S` seconds (still growing towards their peak: counted whole), and a margin that keeps
+  the machine below Ray's threshold;
+- its peak and the peaks of every run in flight fit together beside what the machine holds
+  outside the runs (`BASELINE`, measured whenever a run starts alone): a run alternates between
+  generating (vLLM) and training (DeepSpeed), so one seen in a trough at admission may be back
+  at its peak while the new one is at its own. By MemAvailable alone, a 9 GiB documented run
+  and a 7 GiB two-rank run could start together, 16 GiB of peaks where about 15 fit beside the
+  two pytest processes.
+
+Runs in flight are kept in a ledger beside the lock; a run whose process has ended (killed,
+timed out) leaves it. A run that finds no other run in flight is admitted at once: it has
+nothing to wait for. Every wait is printed, and written to `WAITS`.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ LEDGER = Path(tempfile.gettempdir()) / "gtpo-test-memory-ledger.json"
 # Every wait, a line each: pytest captures what a test prints, and the slow stage prints these
 # at its end (tests/slow_stage.py).
 WAITS = Path(tempfile.gettempdir()) / "gtpo-test-memory-waits.log"
+# What the machine held outside the gated runs (GiB), when a run last started alone.
+BASELINE = Path(tempfile.gettempdir()) / "gtpo-test-memory-baseline"
 RAMP_S = 300.0  # a run reaches its peak within this (the slowest: a first run's JIT build)
 RAY_KILLS_AT = 0.95  # Ray's memory monitor: memory_usage_threshold
 MARGIN_GIB = 1.0
@@ -76,7 +87,12 @@ def short_by(need_gib: float, runs: dict[str, list], now: float) -> float:
     total, available = _meminfo_gib()
     ramping = sum(need for _, _, need, at in runs.values() if now - at < RAMP_S)
     floor = (1 - RAY_KILLS_AT) * total + MARGIN_GIB
-    return max(0.0, need_gib + ramping + floor - available)
+    now_short = need_gib + ramping + floor - available
+    # Never measured alone (a ledger written by hand): all that is used now, runs included.
+    outside = float(BASELINE.read_text()) if BASELINE.exists() else total - available
+    peaks = need_gib + sum(need for _, _, need, _ in runs.values())
+    peaks_short = peaks - (total - floor - outside)
+    return max(0.0, now_short, peaks_short)
 
 
 @contextlib.contextmanager
@@ -88,6 +104,9 @@ def admitted(need_gib: float, what: str) -> Iterator[None]:
     while True:
         with _locked() as runs:
             now = time.time()
+            if not runs:  # alone: all that is used now is outside the runs
+                total, available = _meminfo_gib()
+                BASELINE.write_text(f"{total - available:.3f}")
             missing = short_by(need_gib, runs, now) if runs else 0.0
             if missing == 0.0:
                 runs[token] = [os.getpid(), _process_start(os.getpid()), need_gib, now]

@@ -22,6 +22,7 @@ def machine(tmp_path, monkeypatch):
     state = {"available": 20.0}
     monkeypatch.setattr(memory_gate, "LEDGER", tmp_path / "ledger.json")
     monkeypatch.setattr(memory_gate, "WAITS", tmp_path / "waits.log")
+    monkeypatch.setattr(memory_gate, "BASELINE", tmp_path / "baseline")
     monkeypatch.setattr(memory_gate, "POLL_S", 0.01)
     monkeypatch.setattr(memory_gate, "_meminfo_gib", lambda: (TOTAL_GIB, state["available"]))
     return state
@@ -66,8 +67,9 @@ def test_room_beside_a_growing_run_is_used_at_once(machine) -> None:
 
 
 def test_a_run_past_its_ramp_is_counted_by_what_it_holds(machine, monkeypatch) -> None:
-    machine["available"] = 9.0  # what the older run holds is already out of MemAvailable
+    machine["available"] = 20.0  # 4 GiB outside the runs
     with memory_gate.admitted(7.0, "older"):
+        machine["available"] = 9.0  # what the older run holds is already out of MemAvailable
         monkeypatch.setattr(memory_gate, "RAMP_S", 0.0)
         _, admitted = _start_waiting(6.0, "newer")  # 9 - 2.2 = 6.8 >= 6
         assert admitted.wait(5.0)
@@ -98,3 +100,21 @@ def test_a_live_run_holds_its_place(machine) -> None:
     assert not admitted.wait(0.3)
     memory_gate.LEDGER.write_text("{}")
     assert admitted.wait(5.0)
+
+
+def test_runs_whose_peaks_could_meet_do_not_start_together(machine, monkeypatch) -> None:
+    """A run past its ramp may be in a trough (generating, or between steps) when another asks:
+    MemAvailable alone would admit a run whose peak, met by the older run's, fills the
+    machine. Both peaks must fit beside what the machine holds outside the runs."""
+    machine["available"] = 18.0  # alone: 6 GiB outside the runs
+    with memory_gate.admitted(7.0, "older"):
+        assert float(memory_gate.BASELINE.read_text()) == pytest.approx(6.0)
+        monkeypatch.setattr(memory_gate, "RAMP_S", 0.0)
+        machine["available"] = 16.0  # the older run in a trough: 2 GiB of its 7
+        # By MemAvailable: 16 - 2.2 = 13.8 >= 9. Peaks: 7 + 9 = 16 > 24 - 2.2 - 6 = 15.8.
+        thread, admitted = _start_waiting(9.0, "newer")
+        assert not admitted.wait(0.3)
+        _, smaller = _start_waiting(8.0, "smaller")  # 7 + 8 = 15 <= 15.8
+        assert smaller.wait(5.0)
+    thread.join(5.0)
+    assert admitted.is_set()  # once the older one left
