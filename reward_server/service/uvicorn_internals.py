@@ -83,7 +83,7 @@ def check_uvicorn(version: str | None = None) -> str:
     version = version or metadata.version("uvicorn")
     if not MINIMUM <= release(version) < BELOW:
         raise UvicornIncompatibleError(
-            f"gtpo-reward-server is tested with uvicorn {supported()}, found {version}: its "
+            f"tested with uvicorn {supported()}, found {version}: the server's "
             f"connection limits extend uvicorn's private HTTP protocol. Install `pip install "
             f"'{PIN}'`."
         )
