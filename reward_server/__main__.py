@@ -14,6 +14,7 @@ import uvicorn
 
 from reward_server.service.app import SUPERVISOR_PID
 from reward_server.service.connections import LimitedHttpProtocol
+from reward_server.service.pool import TempDirTooLongError, check_socket_room
 from reward_server.service.settings import Settings
 from reward_server.service.uvicorn_internals import UvicornIncompatibleError, check_uvicorn
 
@@ -47,9 +48,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--log-level", default=defaults.log_level, help="default %(default)s")
     args = parser.parse_args(argv)
-    try:  # the connection limits extend uvicorn's private protocol: the release must have it
+    # The connection limits extend uvicorn's private protocol: the release must have it. The
+    # verification pool's forkserver needs a socket path under TMPDIR.
+    try:
         check_uvicorn()
-    except UvicornIncompatibleError as exc:
+        check_socket_room()
+    except (UvicornIncompatibleError, TempDirTooLongError) as exc:
         parser.exit(2, f"gtpo-reward-server: {exc}\n")
 
     # The app factory reads GTPO_RS_* in each uvicorn worker process: pass flags that way.

@@ -48,6 +48,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections import OrderedDict, deque
@@ -372,6 +373,33 @@ class _WorkerLost(Exception):
         self.cause = cause
 
 
+# The forkserver listens on a Unix socket that multiprocessing names
+# <TMPDIR>/pymp-XXXXXXXX/listener-XXXXXXXX; Linux takes a socket path of at most 107 bytes, and
+# a longer TMPDIR (a job scheduler's per-job folder) made the server die at start-up with
+# "AF_UNIX path too long" in a traceback.
+SOCKET_PATH_MAX = 107
+_FORKSERVER_SOCKET_NAME = len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+
+
+class TempDirTooLongError(RuntimeError):
+    """The temporary folder leaves no room for the forkserver's socket path."""
+
+
+def check_socket_room(tempdir: str | None = None) -> None:
+    """Raise ``TempDirTooLongError``, naming the fix, when the forkserver's socket path under
+    ``tempdir`` (default: the one multiprocessing uses) would pass ``SOCKET_PATH_MAX``."""
+    if not sys.platform.startswith("linux"):
+        return  # spawn: no forkserver socket
+    folder = tempdir if tempdir is not None else tempfile.gettempdir()
+    length = len(os.fsencode(folder)) + _FORKSERVER_SOCKET_NAME
+    if length > SOCKET_PATH_MAX:
+        raise TempDirTooLongError(
+            f"the temporary folder {folder} is too long for the verification pool's socket "
+            f"({length} bytes with its name, Linux allows {SOCKET_PATH_MAX}): set TMPDIR to a "
+            f"folder of at most {SOCKET_PATH_MAX - _FORKSERVER_SOCKET_NAME} characters"
+        )
+
+
 def _context() -> mp.context.BaseContext:
     if sys.platform.startswith("linux"):
         ctx = mp.get_context("forkserver")
@@ -492,6 +520,7 @@ class VerifierPool:
             # its death signal (forkserver_init.py) follows the thread that forked it.
             from multiprocessing import forkserver
 
+            check_socket_room()
             forkserver.ensure_running()
         workers = await asyncio.gather(
             *(self._start_worker(attempts=_START_ATTEMPTS) for _ in range(self._size))

@@ -140,3 +140,54 @@ def test_a_non_loopback_address_without_a_token_is_warned_about(
     assert bool(said) == warned, said
     if warned:
         assert host in said[0] and "GTPO_RS_API_TOKEN" in said[0]
+
+
+def _folder_of_length(root: Path, length: int) -> Path:
+    """A folder under `root` whose path is exactly `length` bytes long."""
+    name = "d" * (length - len(os.fsencode(root)) - 1)
+    assert name, "root is already that long"
+    folder = root / name
+    folder.mkdir()
+    return folder
+
+
+def test_the_socket_room_check_matches_what_linux_binds() -> None:
+    """The longest TMPDIR the check allows holds the forkserver's socket, one byte more does
+    not: the check's arithmetic is the kernel's, not a guess."""
+    import socket
+    import tempfile
+
+    from reward_server.service import pool
+
+    # A short root: pytest's own folders may already be longer than the room itself.
+    with tempfile.TemporaryDirectory(prefix="rs-", dir="/tmp") as root:
+        room = pool.SOCKET_PATH_MAX - len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+        longest = _folder_of_length(Path(root), room)
+        pool.check_socket_room(str(longest))
+        (longest / "pymp-abcdefgh").mkdir()
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(longest / "pymp-abcdefgh" / "listener-abcdefgh"))
+        too_long = _folder_of_length(Path(root), room + 1)
+        with pytest.raises(pool.TempDirTooLongError, match="set TMPDIR to a folder of at most"):
+            pool.check_socket_room(str(too_long))
+        (too_long / "pymp-abcdefgh").mkdir()
+        with socket.socket(socket.AF_UNIX) as listener, pytest.raises(OSError, match="too long"):
+            listener.bind(str(too_long / "pymp-abcdefgh" / "listener-abcdefgh"))
+
+
+def test_a_tmpdir_too_long_for_the_pools_socket_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A job scheduler's per-job TMPDIR can be long: the server died at start-up with
+    "OSError: AF_UNIX path too long" in a lifespan traceback (uvicorn's exit status 3)."""
+    import subprocess
+    import sys
+
+    long_tmp = tmp_path / ("t" * 100)
+    long_tmp.mkdir()
+    ended = subprocess.run(
+        [sys.executable, "-m", "reward_server", "--port", "0"],
+        env={**os.environ, "TMPDIR": str(long_tmp)}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert ended.returncode == 2, ended.stderr[-2000:]
+    assert ended.stderr.count("\n") == 1, ended.stderr
+    assert "set TMPDIR to a folder of at most 75 characters" in ended.stderr

@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -350,10 +351,15 @@ def test_no_process_outlives_the_server(make_server, rs_tools, sig: int) -> None
     assert not [p for p in children if rs_tools.alive(p)]
 
 
-def test_metrics_add_up_across_uvicorn_workers(make_server, tmp_path: Path) -> None:
+def test_metrics_add_up_across_uvicorn_workers(make_server) -> None:
     """With --workers 2 each process counts its own requests; /metrics must report their sum."""
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
+    # A short folder of its own: under pytest-xdist, tmp_path leaves no room for the pool's
+    # socket path (pool.check_socket_room).
+    with tempfile.TemporaryDirectory(prefix="rs-") as folder:
+        _metrics_add_up(make_server, Path(folder))
+
+
+def _metrics_add_up(make_server, scratch: Path) -> None:
     srv = make_server(
         {"GTPO_RS_WORKERS": "2", "GTPO_RS_VERIFY_WORKERS": "1", "TMPDIR": str(scratch)}
     )
