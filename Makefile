@@ -1,14 +1,15 @@
 # Development tasks. Each installs what it needs into the active Python environment (use a
 # virtual environment), then runs. `make test` is the project's test command.
 #
-#   make test         the default suite, OpenRLHF's CPU tests included (about 8-9 min, 2 cores)
-#   make test-slow    the slow suites (tests/slow_stage.py) in three phases: the real-model
+#   make test         the default suite, OpenRLHF's CPU tests included, in two processes
+#                     (about 5-6 min on 2 cores)
+#   make test-slow    the slow suites (tests/slow_stage.py) in two lanes: the real-model
 #                     demo and the reward server's tests under their own CPU load, alone;
-#                     OpenRLHF's real fit() with the real instruct model on vLLM's CPU
-#                     build beside the reward server's reliability suites; every documented
-#                     command, TRL and gtpo eval beside the other fit() suites (about 61 min on
-#                     2 cores; the first run also JIT-builds DeepSpeed's CPU ops, about 1-3
-#                     min, cached in ~/.cache/torch_extensions)
+#                     then OpenRLHF's real fit() with the real instruct model on vLLM's CPU
+#                     build beside the reward server's reliability suites; then the other
+#                     fit() suites beside TRL on the real model and every documented command
+#                     (about 60 min on 2 cores; the first run also JIT-builds DeepSpeed's CPU
+#                     ops, about 1-3 min, cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
 #                     5 min)
 #   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)
@@ -52,8 +53,12 @@ $(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt requireme
 
 install: $(STAMP)
 
+# Two pytest processes (pytest-xdist): the suite's time halves on 2 cores. More cores, more
+# processes (TEST_WORKERS=auto); each reward-server test starts a server with its own pool.
+TEST_WORKERS ?= 2
+
 test: install
-	$(STRICT) $(PYTHON) -m pytest
+	$(STRICT) $(PYTHON) -m pytest -n $(TEST_WORKERS)
 
 # Three phases of pytest processes side by side (tests/slow_stage.py); each prints its slowest
 # tests, and the stage each part's time, so a run's report says where the time went.

@@ -1,31 +1,44 @@
-"""The slow stage (`make test-slow`): three phases, each of one or two pytest processes.
+"""The slow stage (`make test-slow`): pytest processes ("parts") in two lanes side by side.
 
-1. "alone": the real model's quick demo (tests/demo/test_demo_real_model.py): it is CPU-bound
-   on both cores for 8-10 minutes, and beside a training run it took four times as long. Its
-   test runs the documented command through the docs runner; the docs part then reports that
-   command as run by it (substitutions.RUN_BY_TESTS). Then the reward server's tests that bring
-   their own load (tests/reward_server/test_rs_deadline.py: verdicts and retried batches beside
-   CPU-bound processes they start): beside a training suite as well (load 9 on 2 cores), four
-   of 16 batches failed all five of OpenRLHF's tries, which is not what they measure.
-2. "real-model": OpenRLHF's fit() with the real instruct model (tests/openrlhf/
-   test_orl_real_model.py), beside "server": the reward server's slow suites (live servers
-   under load, kills and probes), which need little memory. The real model's two ZeRO-3 ranks
-   with two vLLM engines hold about 14 GB: beside any other training run the 24 GiB machine
-   filled and Ray killed a worker.
-3. "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
-   then the TRL and `gtpo eval` suites, beside "fit": every other slow suite (OpenRLHF's fit()
-   with the tiny models). Each holds one training run at a time, 5-9 GiB at its peak; two
-   peaks beside both pytest processes filled the machine once (Ray killed a worker), so every
-   training run starts when its peak fits (tests/memory_gate.py).
+Each lane runs its parts one after the other; a part also waits for the parts it names as
+`after` in the other lane. Every part after "alone" starts as soon as its lane and those allow:
+in fixed phases of two parts each (67 minutes measured), one core waited at each phase's end
+for the slower part.
+
+    lane 1          lane 2
+    "alone"         (waits for "alone")
+    "real-model"    "server"
+    "fit"           (waits for "real-model") "trl", "docs"
+
+- "alone": the real model's quick demo (tests/demo/test_demo_real_model.py): it is CPU-bound
+  on both cores for 8-10 minutes, and beside a training run it took four times as long. Its
+  test runs the documented command through the docs runner; the docs part then reports that
+  command as run by it (substitutions.RUN_BY_TESTS). Then the reward server's tests that bring
+  their own load (tests/reward_server/test_rs_deadline.py: verdicts and retried batches beside
+  CPU-bound processes they start): beside a training suite as well (load 9 on 2 cores), four of
+  16 batches failed all five of OpenRLHF's tries, which is not what they measure.
+- "real-model": OpenRLHF's fit() with the real instruct model (tests/openrlhf/
+  test_orl_real_model.py), beside "server": the reward server's slow suites (live servers under
+  load, kills and probes), which need little memory. The real model's two ZeRO-3 ranks with two
+  vLLM engines hold about 14 GB: beside any other training run the 24 GiB machine filled and
+  Ray killed a worker, so no other training part starts before it ends.
+- "trl": TRL on the real model, fully fine-tuned and with LoRA, and with its colocated vLLM
+  engine (tests/trl/test_trl_real_model.py, test_trl_vllm.py), beside "fit".
+- "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
+  beside "fit": every other slow suite (OpenRLHF's fit() with the tiny models, TRL's two
+  processes, `gtpo eval` through vLLM). Each holds one training run at a time, 5-9 GiB at its
+  peak; two peaks beside both pytest processes filled the machine once (Ray killed a worker),
+  so every training run starts when its peak fits (tests/memory_gate.py).
 
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
-where it was); each process ends with its slowest tests, then this prints every part's time
-and, last, every failed test's summary line: a CI report that keeps only the end of the output
-still names what failed. The exit status is the first failing part's, else 0.
+where it was); each process ends with its slowest tests, then this prints every part's start
+and time and, last, every failed test's summary line: a CI report that keeps only the end of
+the output still names what failed. The exit status is the first failing part's, else 0.
 
     python tests/slow_stage.py [PYTEST ARGS...]        # extra arguments go to every part
-    python tests/slow_stage.py --parts docs,fit ...    # only these parts, in their phases
+    python tests/slow_stage.py --parts docs,fit ...    # only these parts (the others count
+                                                       # as done for `after`)
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +63,9 @@ OWN_LOAD = "tests/reward_server/test_rs_deadline.py"
 ALONE = ["tests/demo/test_demo_real_model.py", OWN_LOAD]
 REAL_MODEL = ["tests/openrlhf/test_orl_real_model.py"]
 REWARD_SERVER = [f"--ignore={OWN_LOAD}", "tests/reward_server"]
-DOCS = ["tests/documented/test_documented_pages.py", "tests/trl", "tests/eval"]
-OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *DOCS]
+TRL = ["tests/trl/test_trl_real_model.py", "tests/trl/test_trl_vllm.py"]
+DOCS = ["tests/documented/test_documented_pages.py"]
+OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *TRL, *DOCS]
 
 
 # pytest-timeout for the tests that set none: a training run may wait for memory (tests/
@@ -58,25 +73,37 @@ OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *DOCS]
 TIMEOUT_S = 1200
 
 
+@dataclass(frozen=True)
+class Part:
+    """One pytest process: its command line, extra environment, and the parts of the other lane
+    that must have ended before it starts."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+
+
 def _pytest(extra: list[str], paths: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}",
             f"--timeout={TIMEOUT_S}", *extra, *paths]  # fmt: skip
 
 
-def phases(extra: list[str]) -> list[dict[str, tuple[list[str], dict[str, str]]]]:
-    """Each phase's parts, side by side: their command lines and extra environment. "fit" takes
-    every slow suite no other part names, so a new one runs without being listed here."""
+def lanes(extra: list[str]) -> list[list[Part]]:
+    """The two lanes' parts, in order. "fit" takes every slow suite no other part names, so a
+    new one runs without being listed here."""
     everything_else = [*(f"--ignore={path}" for path in OWN_PART), "tests"]
     return [
-        {"alone": (_pytest(extra, ALONE), {})},
-        {
-            "real-model": (_pytest(extra, REAL_MODEL), {}),
-            "server": (_pytest(extra, REWARD_SERVER), {}),
-        },
-        {
-            "docs": (_pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}),
-            "fit": (_pytest(extra, everything_else), {}),
-        },
+        [
+            Part("alone", _pytest(extra, ALONE)),
+            Part("real-model", _pytest(extra, REAL_MODEL)),
+            Part("fit", _pytest(extra, everything_else)),
+        ],
+        [
+            Part("server", _pytest(extra, REWARD_SERVER), after=("alone",)),
+            Part("trl", _pytest(extra, TRL), after=("real-model",)),
+            Part("docs", _pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}, after=("real-model",)),
+        ],
     ]
 
 
@@ -94,31 +121,43 @@ def _relay(name: str, proc: subprocess.Popen, lock: threading.Lock, failures: li
                 failures.append(f"[{name}] {line.rstrip()}")
 
 
-def _start(
-    name: str, argv: list[str], env: dict[str, str], lock: threading.Lock, failures: list[str]
-) -> tuple:
+def _run(part: Part, lock: threading.Lock, failures: list[str]) -> int:
+    """Run `part` to its end, relaying its output; its exit status."""
     # Each part its own pytest temporary folder: pytest's cleanup of old numbered folders must
     # not meet another part's.
-    base = Path(tempfile.gettempdir()) / f"gtpo-slow-{name}"
+    base = Path(tempfile.gettempdir()) / f"gtpo-slow-{part.name}"
     proc = subprocess.Popen(
-        [*argv, f"--basetemp={base}"], cwd=ROOT, stdout=subprocess.PIPE,
+        [*part.argv, f"--basetemp={base}"], cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **part.env},
     )  # fmt: skip
-    relay = threading.Thread(target=_relay, args=(name, proc, lock, failures), daemon=True)
-    relay.start()
-    return proc, relay
+    _relay(part.name, proc, lock, failures)
+    return proc.wait()
 
 
-def _wait(running: dict[str, tuple], started: float) -> dict[str, tuple[int, float]]:
-    ended: dict[str, tuple[int, float]] = {}
-    while len(ended) < len(running):
-        for name, (proc, relay) in running.items():
-            if name not in ended and proc.poll() is not None:
-                relay.join()
-                ended[name] = (proc.returncode, time.monotonic() - started)
-        time.sleep(0.5)
-    return ended
+@dataclass
+class Ended:
+    code: int
+    started_s: float  # from the stage's start
+    seconds: float
+
+
+def _run_lane(
+    lane: list[Part], only: set[str] | None, done: dict[str, threading.Event],
+    ended: dict[str, Ended], lock: threading.Lock, failures: list[str], started: float,
+) -> None:  # fmt: skip
+    try:
+        for part in lane:
+            if only is None or part.name in only:
+                for name in part.after:
+                    done[name].wait()
+                began = time.monotonic()
+                code = _run(part, lock, failures)
+                ended[part.name] = Ended(code, began - started, time.monotonic() - began)
+            done[part.name].set()
+    finally:  # a lane that failed to start a part must not leave the other waiting for it
+        for part in lane:
+            done[part.name].set()
 
 
 def _chosen(argv: list[str]) -> tuple[set[str] | None, list[str]]:
@@ -133,7 +172,8 @@ def _chosen(argv: list[str]) -> tuple[set[str] | None, list[str]]:
 
 def main(argv: list[str]) -> int:
     only, extra = _chosen(argv)
-    every_part = {name for parts in phases(extra) for name in parts}
+    every_lane = lanes(extra)
+    every_part = {part.name for lane in every_lane for part in lane}
     if only is not None and not only <= every_part:
         raise SystemExit(
             f"unknown part(s) {sorted(only - every_part)}; the parts: {sorted(every_part)}"
@@ -141,22 +181,27 @@ def main(argv: list[str]) -> int:
     memory_gate.WAITS.unlink(missing_ok=True)
     lock = threading.Lock()
     failures: list[str] = []
+    done = {name: threading.Event() for name in every_part}
+    ended: dict[str, Ended] = {}
     started = time.monotonic()
-    ended: dict[str, tuple[int, float]] = {}
-    for parts in phases(extra):
-        chosen = {name: part for name, part in parts.items() if only is None or name in only}
-        if not chosen:
-            continue
-        phase_started = time.monotonic()
-        running = {
-            name: _start(name, command, env, lock, failures)
-            for name, (command, env) in chosen.items()
-        }
-        ended |= _wait(running, phase_started)
+    threads = [
+        threading.Thread(target=_run_lane, args=(lane, only, done, ended, lock, failures, started))
+        for lane in every_lane
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     total = time.monotonic() - started
     print(f"\n== the slow stage: {total / 60:.1f} min in all")
-    for name, (code, seconds) in ended.items():
-        print(f"   {name:<10} {seconds / 60:5.1f} min, exit {code}")
+    for lane_number, lane in enumerate(every_lane, 1):
+        for part in lane:
+            if part.name in ended:
+                run = ended[part.name]
+                print(
+                    f"   lane {lane_number} {part.name:<10} {run.seconds / 60:5.1f} min, "
+                    f"from {run.started_s / 60:4.1f} min, exit {run.code}"
+                )
     waits = memory_gate.WAITS.read_text().splitlines() if memory_gate.WAITS.exists() else []
     print(f"   training runs that waited for memory (tests/memory_gate.py): {len(waits)}")
     for wait in waits:
@@ -164,7 +209,7 @@ def main(argv: list[str]) -> int:
     print(f"   tests that did not pass: {len(failures)}")
     for failure in failures:
         print(f"     {failure}")
-    failed = [code for code, _ in ended.values() if code != 0]
+    failed = [run.code for run in ended.values() if run.code != 0]
     return failed[0] if failed else 0
 
 

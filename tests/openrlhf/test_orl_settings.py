@@ -1,8 +1,8 @@
-"""OpenRLHF settings GRPO users turn on, in the real fit() loop on CPU (slow stage): a prompt
-count that leaves a short final rollout, dynamic filtering, LoRA. Each on two data-parallel ranks
-where the rank count matters. The harness and its stand-ins: fit_harness.py; the toy model is
-enough here (ZeRO-2: nothing below depends on parameters being partitioned; the ZeRO-3 hang
-needs the real model, test_orl_real_model.py).
+"""OpenRLHF settings GRPO users turn on, in the real fit() loop on CPU (slow stage): a prompt count
+that leaves a short final rollout, dynamic filtering. Each on two data-parallel ranks where the
+rank count matters. (LoRA runs through the real engine: test_orl_vllm.py.) The harness and its
+stand-ins: fit_harness.py; the toy model is enough here (ZeRO-2: nothing below depends on
+parameters being partitioned; the ZeRO-3 hang needs the real model, test_orl_real_model.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ pytestmark = pytest.mark.slow
 
 pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
-pytest.importorskip("peft")
 
-import torch  # noqa: E402
 from fit_harness import Fixture, G, base_argv, build_fixture, run_fit, with_flags  # noqa: E402
 
 TWO_RANKS = {"--actor.num_gpus_per_node": "2", "--rollout.micro_batch_size": "4"}
@@ -108,39 +106,3 @@ def test_a_run_whose_filter_drops_every_group_ends_with_an_error(
     )
     assert "--algo.dynamic_filtering_enable dropped 12 of their 12 groups of 4" in run.log
     assert not run.experiences()
-
-
-def test_lora_trains_adapters_and_the_engine_gets_the_merged_weights(
-    fixture_files, reward_server, tmp_path
-):
-    """--ds.lora.rank: OpenRLHF 0.11.2 sends PEFT's parameter names (and the adapters) to the
-    rollout engine, whose model has neither (KeyError at the first sync, after H_ini). GTPO's
-    sync sends W + B·A·α/r under the base names: the engine ends with exactly the merge of the
-    saved adapter into the initial weights."""
-    from peft import PeftModel
-    from safetensors.torch import load_file
-    from transformers import AutoModelForCausalLM
-
-    argv = with_flags(
-        base_argv(fixture_files, reward_server.url, tmp_path),
-        {"--ds.lora.rank": "8", "--ds.lora.alpha": "16", "--actor.adam.lr": "5e-3"},
-    )
-    run = run_fit(argv, tmp_path)
-    assert run.returncode == 0, run.log[-4000:]
-    assert "GTPO: H_ini = " in run.log
-    synced = run.rollout_weights()
-    assert len(synced) == 3
-    saved = tmp_path / "final"
-    assert (saved / "adapter_config.json").exists()
-    base = AutoModelForCausalLM.from_pretrained(fixture_files.model, dtype=torch.bfloat16)
-    initial = {n: p.detach().clone() for n, p in base.named_parameters()}
-    merged = PeftModel.from_pretrained(base, saved).merge_and_unload()
-    changed = 0
-    for name, value in merged.named_parameters():
-        if name not in synced[-1]:
-            continue  # the tied lm_head: not one of the engine's parameters
-        torch.testing.assert_close(synced[-1][name], value.detach(), rtol=0.02, atol=2e-3)
-        changed += not torch.equal(synced[-1][name], initial[name])
-    assert changed > 0  # the adapters moved the weights the engine samples with
-    adapter = load_file(saved / "adapter_model.safetensors")
-    assert adapter and all("lora_" in name for name in adapter)

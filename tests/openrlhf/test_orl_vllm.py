@@ -13,7 +13,7 @@ prefix cache and `load_weights` mapping. Only the weight transport is CPU-specif
   stand-in engine stopped only on the tokenizer's eos. After every sync the engine holds the
   merged weights GTPO sent, under vLLM's own names, and its greedy continuation of a fixed
   prompt (sampled through its prefix cache right after the sync) is the trainer's merged
-  model's.
+  model's; after the last sync it holds the saved adapter merged into the base.
 - **Async training with the token-level correction** against vLLM's own rollout log-probs
   (`--algo.advantage.is_correction_level token --algo.advantage.is_correction_mode clip`, the
   one kind gtpo.correction accepts): every sample's staleness tag is the engine's own count of
@@ -135,6 +135,34 @@ def test_lora_engine_holds_the_merged_weights_under_its_own_names(lora):
     check_engines_hold_what_was_sent(lora, engines=1, steps=STEPS)
     adapters = [n for n in lora.trainer_weights()[0] if "lora_" in n or "base_layer" in n]
     assert not adapters
+
+
+def test_the_saved_adapter_merged_into_the_base_is_what_the_engine_got_last(lora):
+    """--ds.lora.rank: OpenRLHF 0.11.2 sends PEFT's parameter names (and the adapters) to the
+    rollout engine, whose model has neither (KeyError at the first sync, after H_ini). GTPO's
+    sync sends W + B·A·α/r under the base names: what the engine holds after the last sync is
+    exactly the saved adapter merged into the initial weights, and the adapters moved it."""
+    from peft import PeftModel
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    assert "GTPO: H_ini = " in lora.log
+    synced = lora.rollout_weights()
+    assert len(synced) == STEPS
+    saved = lora.out / "final"
+    assert (saved / "adapter_config.json").exists()
+    base = AutoModelForCausalLM.from_pretrained(lora.model.model, dtype=torch.bfloat16)
+    initial = {n: p.detach().clone() for n, p in base.named_parameters()}
+    merged = PeftModel.from_pretrained(base, saved).merge_and_unload()
+    changed = 0
+    for name, value in merged.named_parameters():
+        if name not in synced[-1]:
+            continue  # the tied lm_head: not one of the engine's parameters
+        torch.testing.assert_close(synced[-1][name], value.detach(), rtol=0.02, atol=2e-3)
+        changed += not torch.equal(synced[-1][name], initial[name])
+    assert changed > 0
+    adapter = load_file(saved / "adapter_model.safetensors")
+    assert adapter and all("lora_" in name for name in adapter)
 
 
 def test_lora_engine_greedy_after_each_sync_is_the_trainers_merged_model(lora):
