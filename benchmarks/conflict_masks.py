@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 import time
 
 import torch
+from resident import peak_above, reset_peak
 
 import gtpo
 
@@ -75,11 +75,6 @@ def naive_weights(ids, mask, advantages, group: int, vocab: int) -> torch.Tensor
     return weights * mask
 
 
-def _rss_kib(field: str) -> int:
-    with open("/proc/self/status") as status:
-        return int(re.search(rf"{field}:\s+(\d+)", status.read()).group(1))
-
-
 def measure(method: str, vocab: int, length: int, group: int, prompts: int, budget_s: float):
     """Runs in a fresh process: peak extra memory of one call, then median time of repeats."""
     torch.set_num_threads(1)
@@ -100,11 +95,9 @@ def measure(method: str, vocab: int, length: int, group: int, prompts: int, budg
         gtpo.conflict_weights(*tiny, group)
     else:
         naive_weights(*tiny, group, vocab)
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")  # resets the peak-RSS counter (VmHWM) to the current RSS
-    before = _rss_kib("VmRSS")
+    before = reset_peak()
     weights = call()
-    peak_kib = _rss_kib("VmHWM") - before
+    peak_kib = peak_above(before)
     times = []
     deadline = time.perf_counter() + budget_s
     while len(times) < 3 or (time.perf_counter() < deadline and len(times) < 200):

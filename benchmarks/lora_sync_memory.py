@@ -18,19 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 
-# glibc returns a freed block of 128 KiB or more to the system at once (its default raises that
-# threshold as blocks are freed, and then keeps them): the peak resident memory is then what
-# was alive at once, not what the allocator kept.
-ARM_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
-
-
-def _status(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith(field + ":"))
+from resident import ARM_ENV, peak_above, reset_peak
 
 
 def arm(model_path: str, way: str) -> dict:
@@ -56,9 +47,7 @@ def arm(model_path: str, way: str) -> dict:
     warm_up = rollout_parameters(model, gather=False)
     send(next(warm_up)[1])
     warm_up.close()
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")  # VmHWM := the current RSS
-    before = _status("VmRSS")
+    before = reset_peak()
     if way == "listed":
         for _, weight in list(rollout_parameters(model, gather=False)):
             send(weight)
@@ -66,7 +55,7 @@ def arm(model_path: str, way: str) -> dict:
         for _, weight in rollout_parameters(model, gather=False):
             send(weight)
     return {
-        "extra_kb": _status("VmHWM") - before,
+        "extra_kb": peak_above(before),
         "weights": rollout_parameter_count(model),
         "checksum": float(sent),
     }

@@ -48,6 +48,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from resident import reset_peak, status_kib
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "openrlhf"))
 sys.path.insert(0, str(REPO / "tests"))
@@ -85,17 +87,6 @@ import torch
 def reward_func(queries, prompts, labels):
     return {"rewards": torch.tensor([float(len(q) % 3) for q in queries])}
 '''
-
-
-def peak_rss_kb() -> int:
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
-
-
-def reset_peak_rss() -> None:
-    """Linux: the peak (VmHWM) starts again from the current RSS."""
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
 
 
 # ---------------------------------------------------------------------------------- TRL
@@ -183,7 +174,7 @@ def trl_arm(
         def on_step_end(self, a, state, *rest, **k):
             times.append(settled() - self.started)
             if state.global_step == 1:
-                reset_peak_rss()
+                reset_peak()
                 if cuda:
                     torch.cuda.reset_peak_memory_stats()
 
@@ -198,7 +189,7 @@ def trl_arm(
         processing_class=tokenizer, callbacks=[Clock()], **gtpo,
     )  # fmt: skip
     trainer.train()
-    peaks = {"peak_rss_kb": peak_rss_kb()}
+    peaks = {"peak_rss_kb": status_kib("VmHWM")}
     if cuda:  # the GPU's memory is the one that limits a run there
         peaks["peak_cuda_kb"] = torch.cuda.max_memory_allocated() // 1024
     h_ini_seconds = []
@@ -356,12 +347,12 @@ def controller_arm(n: int, length: int, out: Path) -> None:
             )
         )  # fmt: skip
         entropies.append(torch.rand(micro))
-    reset_peak_rss()
-    held = peak_rss_kb()  # the experiences' RSS
+    reset_peak()
+    held = status_kib("VmHWM")  # the experiences' RSS
     started = time.perf_counter()
     weight_advantages(experiences, entropies, group, 0.5, GTPOConfig())
     seconds = time.perf_counter() - started
-    out.write_text(json.dumps({"seconds": seconds, "extra_peak_kb": peak_rss_kb() - held}))
+    out.write_text(json.dumps({"seconds": seconds, "extra_peak_kb": status_kib("VmHWM") - held}))
 
 
 def run_controller(work: Path, n: int, length: int) -> dict:

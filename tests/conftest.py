@@ -16,6 +16,14 @@ TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
+# No test reaches the Hugging Face hub (tests send traffic only to loopback): set before any
+# test imports huggingface_hub, which reads it once. A dry run's fetch of a model's config.json
+# (gtpo.openrlhf.plan) is tested against a stand-in hub on loopback. The docs runner gives the
+# documented commands the environment as it was (tests/documented/runner.py).
+HUB_OFFLINE_SET_HERE = "GTPO_TEST_SET_HF_HUB_OFFLINE"  # "1" when this set HF_HUB_OFFLINE
+if "HF_HUB_OFFLINE" not in os.environ:
+    os.environ.update({"HF_HUB_OFFLINE": "1", HUB_OFFLINE_SET_HERE: "1"})
+
 
 def _required_import(modname: str, minversion: str | None = None, reason: str | None = None, **_):
     """pytest.importorskip under GTPO_TEST_STRICT=1: a missing module is an error, not a skip."""

@@ -158,6 +158,8 @@ class Session:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.env: dict[str, str] = {**os.environ, MARK: self.id}
         self.env.pop("VIRTUAL_ENV", None)
+        if self.env.pop("GTPO_TEST_SET_HF_HUB_OFFLINE", None):  # tests/conftest.py's setting,
+            self.env.pop("HF_HUB_OFFLINE", None)  # not the reader's
         self.ray_address: str | None = None
         self.background: list[tuple[Substituted, subprocess.Popen]] = []
         self.context = Context(tiny_model=run.tiny_model, workdir=self.workdir)

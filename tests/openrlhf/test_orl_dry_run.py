@@ -67,6 +67,12 @@ def dry_run(argv, capsys, caplog):
     return code, capsys.readouterr().out, errors
 
 
+def headline(plan: str) -> str:
+    """The plan's first line (vLLM and DeepSpeed may print warnings to stdout before it)."""
+    (line,) = [line for line in plan.splitlines() if line.startswith("gtpo-openrlhf --dry-run:")]
+    return line
+
+
 def plan_row(plan: str, label: str) -> str:
     rows = [line for line in plan.splitlines() if line.startswith(label + " ")]
     assert len(rows) == 1, plan
@@ -76,7 +82,14 @@ def plan_row(plan: str, label: str) -> str:
 def test_the_documented_two_node_command_is_planned(no_ray_no_network, capsys, caplog):
     code, plan, errors = dry_run(TWO_NODES, capsys, caplog)
     assert code == 0, errors
-    assert "every check passed; nothing started" in plan
+    # The model's config is not here (offline, not cached): the first line says what that
+    # leaves unchecked, never "every check passed".
+    first = headline(plan)
+    assert "every check passed" not in plan
+    assert first.startswith("gtpo-openrlhf --dry-run: OpenRLHF 0.11.2; every check run passed; ")
+    assert "not checked: memory, vLLM's tensor parallelism and the model's length" in first
+    assert "HF_HUB_OFFLINE is set; `hf download Qwen/Qwen2.5-3B-Instruct config.json`" in first
+    assert first.endswith("; nothing started.")
     assert plan_row(plan, "cluster").endswith("2 node(s) × 8 GPUs for the policy")
     assert "16 ranks: 16 data-parallel" in plan_row(plan, "policy")
     assert plan_row(plan, "reference").endswith("none (no KL term)")
@@ -197,7 +210,7 @@ def test_a_local_model_and_dataset_are_read(no_ray_no_network, tmp_path, capsys,
     assert "--data.label_key 'answer': the first row" in errors
 
 
-def test_a_hub_id_is_read_from_the_cache_only(
+def test_a_hub_id_is_read_from_the_cache_and_never_fetched_offline(
     no_ray_no_network, tmp_path, monkeypatch, capsys, caplog
 ):
     cache = tmp_path / "hub"
@@ -209,7 +222,9 @@ def test_a_hub_id_is_read_from_the_cache_only(
     dataset.write_text(json.dumps({"prompt": "q", "label": "1"}) + "\n")
     code, plan, errors = dry_run(_single_node("some-org/not-cached", dataset), capsys, caplog)
     assert code == 0, errors
-    assert "config not read (not a local directory, not in the HF cache" in plan
+    why = "it is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+    assert f"config not read ({why})" in plan_row(plan, "model")
+    assert "not checked: memory, vLLM's tensor parallelism and the model's length" in plan
     # The same id once its config is in the cache (the hub's layout: refs/main → snapshot).
     repo = cache / "models--some-org--cached"
     (repo / "refs").mkdir(parents=True)
@@ -218,6 +233,99 @@ def test_a_hub_id_is_read_from_the_cache_only(
     code, plan, errors = dry_run(_single_node("some-org/cached", dataset), capsys, caplog)
     assert code == 0, errors
     assert "6 attention heads" in plan_row(plan, "model")
+
+
+DENSE_CONFIG = {
+    "model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
+    "num_attention_heads": 6, "num_key_value_heads": 2, "vocab_size": 300,
+    "max_position_embeddings": 256, "tie_word_embeddings": True,
+}  # fmt: skip
+
+
+@pytest.fixture
+def online_with_a_hub(tmp_path, monkeypatch):
+    """The hub stand-in on loopback (tests/standins/hub_on_loopback.py) as the hub, online, an
+    empty cache, no token; Ray and every connection but to loopback fail the test."""
+    import huggingface_hub.constants as constants
+    import ray
+    from hub_on_loopback import HubOnLoopback
+
+    real_connect = socket.socket.connect
+
+    def connect(self, address):
+        if not (isinstance(address, tuple) and address[0] == "127.0.0.1"):
+            raise OSError(f"a dry run opened a connection to {address}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("a dry run started Ray"))
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    models = {"some-org/public": DENSE_CONFIG, "some-org/gated": DENSE_CONFIG}
+    with HubOnLoopback(models, gated={"some-org/gated"}) as hub:
+        # huggingface_hub builds each file's URL from a template made at import from the endpoint
+        monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+        template = hub.url + "/{repo_id}/resolve/{revision}/{filename}"
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+        yield hub
+
+
+def _fetch_plan(model, tmp_path, capsys, caplog):
+    tmp_path.mkdir(exist_ok=True)
+    dataset = tmp_path / "prompts.jsonl"
+    dataset.write_text(json.dumps({"prompt": "q", "label": "1"}) + "\n")
+    argv = [*_single_node(model, dataset), "--gtpo.gpu_memory_gib", "80"]
+    return dry_run(argv, capsys, caplog)
+
+
+def test_a_config_not_here_is_fetched_from_the_hub_alone(
+    online_with_a_hub, tmp_path, capsys, caplog
+):
+    """The model's config.json, and nothing else, comes from the hub into the cache; memory and
+    the heads are then checked, and the next dry run reads the cache."""
+    code, plan, errors = _fetch_plan("some-org/public", tmp_path, capsys, caplog)
+    assert code == 0, errors
+    assert headline(plan).endswith("; every check passed; nothing started.")
+    assert "6 attention heads" in plan_row(plan, "model")
+    assert plan_row(plan, "memory").startswith("memory        per policy GPU of 80.0 GiB")
+    paths = {path for _, path, _ in online_with_a_hub.requests}
+    assert paths <= {"/some-org/public/resolve/main/config.json", "/api/agent-harnesses"}, paths
+    asked = len(online_with_a_hub.requests)
+    code, again, errors = _fetch_plan("some-org/public", tmp_path, capsys, caplog)
+    assert code == 0 and again == plan and len(online_with_a_hub.requests) == asked
+
+
+def test_a_gated_config_is_fetched_with_the_users_token(
+    online_with_a_hub, tmp_path, monkeypatch, capsys, caplog
+):
+    from hub_on_loopback import GOOD_TOKEN
+
+    code, plan, errors = _fetch_plan("some-org/gated", tmp_path, capsys, caplog)
+    assert code == 0, errors
+    first = headline(plan)
+    assert "every check passed" not in plan
+    assert "not checked: memory, vLLM's tensor parallelism and the model's length" in first
+    assert "the model is gated, set HF_TOKEN to a token that has access" in first
+    monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)
+    code, plan, errors = _fetch_plan("some-org/gated", tmp_path / "again", capsys, caplog)
+    assert code == 0 and headline(plan).endswith("; every check passed; nothing started.")
+    assert ("GET", "/some-org/gated/resolve/main/config.json", f"Bearer {GOOD_TOKEN}") in (
+        online_with_a_hub.requests
+    )
+
+
+def test_a_model_the_hub_lacks_is_asked_for_once_and_named(
+    online_with_a_hub, tmp_path, capsys, caplog
+):
+    code, plan, errors = _fetch_plan("some-org/missing", tmp_path, capsys, caplog)
+    assert code == 0, errors
+    assert "the hub has no such model (or it is private: set HF_TOKEN)" in plan_row(plan, "model")
+    assert "`hf download some-org/missing config.json` makes them run" in headline(plan)
+    asked = [p for _, p, _ in online_with_a_hub.requests if p.startswith("/some-org/missing/")]
+    assert len(asked) == 1, asked  # the plan and the checks read it four times
 
 
 def test_wandb_starts_with_the_key_from_the_environment(
@@ -324,4 +432,5 @@ def test_the_dry_run_needs_no_flash_attn(tmp_path):
         timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "every check passed; nothing started" in run.stdout
+    assert "every check run passed; not checked: memory" in run.stdout
+    assert headline(run.stdout).endswith("; nothing started.")

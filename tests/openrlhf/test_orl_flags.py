@@ -495,7 +495,16 @@ def test_a_wandb_run_takes_its_key_from_the_environment(openrlhf_args, monkeypat
 def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):
     with caplog.at_level(logging.WARNING, logger="gtpo"):
         openrlhf_args("--actor.loss_agg_mode", "seq-mean-token-mean")
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # The base command's model is a hub id this offline test machine never read: that the memory
+    # was not checked is said (checks.not_checked), and is not a setting's warning.
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and r.name.startswith("gtpo")
+    ]
+    assert [w for w in warned if not w.startswith("not checked before the run: memory")] == [], (
+        warned
+    )
 
 
 def test_launcher_restores_openrlhf_names(openrlhf_args):

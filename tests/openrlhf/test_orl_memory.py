@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -160,3 +161,70 @@ def test_without_a_config_or_a_gpu_size_nothing_is_estimated(monkeypatch, capsys
     argv[argv.index(QWEN_3B)] = "org/not-cached"
     code, text = _dry_run(argv, monkeypatch, capsys, caplog)
     assert code == 0 and "not estimated (the model's config was not read)" in text
+
+
+def _row(text: str, label: str) -> str:
+    (row,) = [line for line in text.splitlines() if line.startswith(f"  {label}")]
+    return row
+
+
+def test_the_weight_sync_holds_vllms_weights_the_policys_and_one_tensor(
+    monkeypatch, capsys, caplog
+):
+    """OpenRLHF 0.11.2 wakes only vLLM's weights for the sync (their KV cache stays asleep)
+    while the policy sleeps, and sends one tensor at a time: at most the embedding, in bf16."""
+    folder = next((HUB_CONFIGS / f"models--{QWEN_3B.replace('/', '--')}" / "snapshots").iterdir())
+    model, config = _meta_model(folder)
+    shape = memory.ModelShape.from_config(config.to_dict())
+    largest = max(p.numel() for p in model.parameters())
+    assert shape.largest_layer == largest
+    fits = [*README_COMMAND, "--vllm.gpu_memory_utilization", "0.6"]
+    code, text = _dry_run(fits, monkeypatch, capsys, caplog)
+    assert code == 0, text
+    weights = memory.gib(2 * shape.parameters)
+    assert _row(text, "weight sync") == (
+        f"  weight sync {memory.gib(2 * 2 * shape.parameters + 2 * largest + memory.GIB)} = "
+        f"vLLM weights {weights} + policy weights {weights} + tensor sent "
+        f"{memory.gib(2 * largest)} + CUDA contexts 1.0 GiB"
+    )
+    awake = [a for a in README_COMMAND if a != "--vllm.enable_sleep"]
+    code, text = _dry_run([*awake, "--vllm.gpu_memory_utilization", "0.3"], monkeypatch, capsys,
+                          caplog)  # fmt: skip
+    assert code == 0, text
+    assert "vLLM awake (--vllm.enable_sleep off) 24.0 GiB" in _row(text, "weight sync")
+    # Engines on GPUs of their own: nothing of theirs on a policy GPU, no sync row.
+    apart = [a for a in fits if a not in ("--train.colocate_all", "--vllm.enable_sleep")]
+    code, text = _dry_run(apart, monkeypatch, capsys, caplog)
+    assert "weight sync" not in text
+
+
+@pytest.mark.parametrize(("temperature", "per_logit"), [("1.0", 10), ("0.7", 12)])
+def test_logits_count_the_fp32_copy_and_its_gradients(
+    temperature, per_logit, monkeypatch, capsys, caplog
+):
+    """Bytes a logit: lm_head's bf16 output, OpenRLHF's fp32 copy kept for the backward, the
+    fp32 gradient written for it, and with a temperature other than 1 the in-place division's
+    own gradient (benchmarks/logits_memory.py measures the core's pass at exactly these)."""
+    micro, max_len, vocab, hidden, layers = 4, 1024, 151936, 2048, 36
+    argv = [*README_COMMAND, "--vllm.gpu_memory_utilization", "0.6", "--data.max_len",
+            str(max_len), "--actor.gradient_checkpointing_enable", "--rollout.temperature",
+            temperature]  # fmt: skip
+    code, text = _dry_run(argv, monkeypatch, capsys, caplog)
+    assert code == 0, text
+    tokens = micro * max_len
+    expected = 2 * tokens * hidden * layers + 34 * tokens * hidden + per_logit * tokens * vocab
+    assert f"activations {memory.gib(expected)}" in _row(text, "training")
+
+
+def test_a_weight_sync_past_the_gpu_is_refused_with_what_to_change():
+    gpu = 80 * memory.GIB
+    small = memory.Phase("training", [("model states", memory.GIB)])
+    sync = memory.Phase("sync", [("vLLM awake (--vllm.enable_sleep off)", 71 * memory.GIB),
+                                 ("policy weights", 6 * memory.GIB)])  # fmt: skip
+    estimate = memory.GPUMemory(None, small, sync, 0, 0, 0)
+    (line,) = memory.refusals(SimpleNamespace(), estimate, gpu, "--gtpo.gpu_memory_gib")
+    assert line.startswith("the weight sync after each step needs 77.0 GiB")
+    assert "Pass --vllm.enable_sleep and --ds.enable_sleep" in line
+    assert not memory.refusals(
+        SimpleNamespace(), memory.GPUMemory(None, small, None, 0, 0, 0), gpu, ""
+    )

@@ -71,6 +71,10 @@ def test_calculus_is_refused_as_unparsable_without_a_worker(answer: str) -> None
     assert verdict == Verdict(False, "unparsable_answer")
 
 
+# A latency bound: in the slow stage's first part, alone, as the tests that bring their own load
+# (tests/slow_stage.py). In the default stage the other pytest-xdist process shares the cores,
+# and one run beside it and another pytest answered in 2.74 s.
+@pytest.mark.slow
 def test_sixty_four_hostile_clients_each_answered_within_the_deadline(server, rs_tools) -> None:
     # Bombs (the guard), slow symbolic answers and hung checks (the pool's deadline), mixed.
     answers = DEADLINE.BOMBS + DEADLINE.SLOW + [rs_tools.HANG] * 6

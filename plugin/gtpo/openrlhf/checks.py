@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from gtpo import correction
 from gtpo.config import GTPOConfig, flag
 from gtpo.openrlhf import compat, memory, plan
-from gtpo.openrlhf.plan import first_row, local_files, local_model_config
+from gtpo.openrlhf.plan import first_row, local_files, model_config, unchecked
 
 logger = logging.getLogger(__name__)
 
@@ -397,7 +397,7 @@ def model_heads(c: Command) -> str | None:
     """vLLM's tensor parallelism must divide the model's attention heads (it refuses when each
     engine starts), judged from a config already on this machine."""
     args = c.args
-    config = local_model_config(compat.MODEL.get(args)) or {}
+    config = model_config(compat.MODEL.get(args)) or {}
     engines = compat.VLLM_ENGINES.get(args) or 0
     tp = compat.VLLM_TENSOR_PARALLEL_SIZE.get(args)
     heads = config.get("num_attention_heads")
@@ -543,7 +543,7 @@ def token_mean(c: Command) -> list[str]:
 def model_positions(c: Command) -> list[str]:
     """Warned, not refused: vLLM derives its length limit from more than this one field."""
     args = c.args
-    config = local_model_config(compat.MODEL.get(args)) or {}
+    config = model_config(compat.MODEL.get(args)) or {}
     positions = config.get("max_position_embeddings")
     max_len = compat.MAX_LEN.get(args)
     engines = compat.VLLM_ENGINES.get(args) or 0
@@ -579,6 +579,13 @@ RULES: tuple[Rule, ...] = (
     Rule(wandb_key),
 )
 
+
+def not_checked(c: Command) -> list[str]:
+    """What no rule could judge (`plan.unchecked`): said before a run as it is in the plan."""
+    return [f"not checked before the run: {what}" for what in unchecked(c.args, c.config)]
+
+
 WARNINGS: tuple[Callable[[Command], list[str]], ...] = (
     off_policy, dropped_samples, dynamic_filtering_range, token_mean, model_positions,
+    not_checked,
 )  # fmt: skip

@@ -359,6 +359,9 @@ MAX_SAMPLES = Arg("data.max_samples")
 NUM_EPISODES = Arg("train.num_episodes")
 REMOTE_URL = Arg("reward.remote_url")
 MAX_NEW_TOKENS = Arg("rollout.max_new_tokens")
+# The policy Actor's temperature (ppo_actor builds it with the rollout's): its forward divides
+# the logits by it in place, only when it is not 1.
+ROLLOUT_TEMPERATURE = Arg("rollout.temperature")
 MAX_LEN = Arg("data.max_len")
 LOAD_IN_4BIT = Arg("ds.load_in_4bit")
 PARAM_DTYPE = Arg("ds.param_dtype")

@@ -14,6 +14,9 @@ policy is sharded over, m × T the tokens of a training micro-batch):
                + R                                       the reference model's weights
                + c · (processes on the GPU)              CUDA contexts
     training   = S + A + R + c · (processes on the GPU)  vLLM asleep keeps only its context
+    sync       = 2P/t + W + 2·L + R + c · (processes)    after each step, colocated: vLLM's
+                                                         weights woken (its share without
+                                                         --vllm.enable_sleep), the tensor sent
 
 - W: b·P (b = 2 in bf16, about 0.52 for bitsandbytes' NF4 with double quantisation on the linear
   layers, whose embeddings stay bf16), ÷ N under ZeRO-3; the full training state S when the
@@ -25,14 +28,27 @@ policy is sharded over, m × T the tokens of a training micro-batch):
   ZeRO-3).
 - A: the activations of one micro-batch: with gradient checkpointing one bf16 hidden state per
   layer (2·m·T·h·layers) and one layer recomputed at a time (34·m·T·h, Korthikanti et al. 2022,
-  attention that keeps no T×T scores); without it, 34·m·T·h for every layer. Plus the logits:
-  bf16, divided by the temperature, and their gradient, 6·m·T·V.
+  attention that keeps no T×T scores); without it, 34·m·T·h for every layer. Plus the logits,
+  10·m·T·V: lm_head's bf16 output (2 bytes an element), the fp32 copy OpenRLHF 0.11.2's
+  `Actor.forward` makes (`.to(torch.float32)`), kept for the backward (4), and the fp32
+  gradient the backward writes for it (4; GTPO's fused pass writes one: fused.py). With a
+  temperature other than 1 the forward divides the copy in place, and the division's backward
+  writes a second fp32 gradient: 12·m·T·V. Measured on a CPU at a 151,936-token vocabulary
+  and 1,024 tokens, GTPO's pass peaked at exactly 10 and 12 bytes a logit
+  (benchmarks/logits_memory.py).
+- Sync (colocated only: engines on GPUs of their own add nothing to a policy GPU): OpenRLHF
+  0.11.2 wakes only vLLM's weights for the weight sync (2P ÷ t, t its tensor parallelism; the
+  whole share without --vllm.enable_sleep) while the policy sleeps (W; S without
+  --ds.enable_sleep), and sends one tensor at a time: at most the largest module in bf16 (2·L),
+  a ZeRO-3 gather, or a merged LoRA/QLoRA weight (GTPO's sync, policy.py).
 - R: 2P (÷ N under ZeRO-3) with a KL term, 0 with `--ref.offload`.
 - c: 0.5 GiB per process on the GPU (CUDA 12's context; the policy rank, each engine's worker,
   the reference rank).
 
 vLLM's share must hold its own copy of the weights (2P ÷ its tensor parallelism) and a KV cache
-of at least one sequence of `--data.max_len` tokens.
+of at least one sequence of `--data.max_len` tokens. The KV cache gets what is left of the share
+after the weights and, in vLLM 0.29, after its profiled activation peak and its CUDA graphs'
+estimate, which only the engine measures: the sequences counted here are an upper bound.
 
 These are estimates: the allocator's fragmentation, NCCL's buffers and vLLM's CUDA graphs
 (unless `--vllm.enforce_eager`) come on top, so a phase above 95 % of the GPU is refused too.
@@ -49,7 +65,8 @@ from gtpo.openrlhf import compat
 GIB = 2**30
 CUDA_CONTEXT = GIB // 2
 ACTIVATION_BYTES = 34  # per token and hidden unit of one layer (Korthikanti et al. 2022)
-LOGIT_COPIES_BYTES = 6  # bf16 logits, their temperature-scaled copy, their gradient
+LOGIT_BYTES = 10  # bf16 logits, their fp32 copy, its fp32 gradient
+SCALED_LOGIT_BYTES = 12  # and the temperature division's own fp32 gradient
 NF4_BYTES = 0.5 + 1 / 64  # 4 bits a weight, one 8-bit absmax per block of 64 (double quantised)
 HEADROOM = 0.95  # the share of the GPU a phase may plan for
 LORA_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -165,6 +182,7 @@ class Phase:
 class GPUMemory:
     generation: Phase | None  # None: the engines have GPUs of their own
     training: Phase
+    sync: Phase | None  # None: the engines have GPUs of their own
     engine_share: int  # vLLM's bytes on each of its GPUs
     engine_needs: int  # its weights and one full-length sequence's KV cache
     kv_sequences: int  # full-length sequences the share's KV cache holds
@@ -218,16 +236,22 @@ def estimate(args: Any, shape: ModelShape, gpu_bytes: int) -> GPUMemory:
     if colocated and not compat.VLLM_SLEEP.get(args):
         training.parts.append(("vLLM awake (--vllm.enable_sleep off)", share))
     training.parts.append(("CUDA contexts", contexts))
-    generation = None
+    generation = sync = None
     if colocated:
         asleep = compat.DS_SLEEP.get(args)
         resident = weights if asleep else states
         label = "policy weights" if asleep else f"policy awake ({compat.DS_SLEEP.flag} off)"
         generation = Phase("generation", [("vLLM", share), (label, resident)])
-        if reference:
-            generation.parts.append(("reference", reference))
-        generation.parts.append(("CUDA contexts", contexts))
-    return GPUMemory(generation, training, share, engine_weights + one_sequence, kv_sequences)
+        if compat.VLLM_SLEEP.get(args):
+            engine = ("vLLM weights", engine_weights)
+        else:
+            engine = (f"vLLM awake ({compat.VLLM_SLEEP.flag} off)", share)
+        sync = Phase("sync", [engine, (label, resident), ("tensor sent", 2 * shape.largest_layer)])
+        for phase in (generation, sync):
+            if reference:
+                phase.parts.append(("reference", reference))
+            phase.parts.append(("CUDA contexts", contexts))
+    return GPUMemory(generation, training, sync, share, engine_weights + one_sequence, kv_sequences)
 
 
 def _activations(args: Any, shape: ModelShape) -> int:
@@ -239,7 +263,8 @@ def _activations(args: Any, shape: ModelShape) -> int:
         layers = 2 * tokens * shape.hidden * shape.layers + per_layer
     else:
         layers = per_layer * shape.layers
-    return layers + LOGIT_COPIES_BYTES * tokens * shape.vocab
+    scaled = compat.ROLLOUT_TEMPERATURE.get(args) != 1.0
+    return layers + (SCALED_LOGIT_BYTES if scaled else LOGIT_BYTES) * tokens * shape.vocab
 
 
 def refusals(args: Any, memory: GPUMemory, gpu_bytes: int, source: str) -> list[str]:
@@ -264,6 +289,14 @@ def refusals(args: Any, memory: GPUMemory, gpu_bytes: int, source: str) -> list[
             f"{flag} {compat.VLLM_MEMORY.get(args)} of the GPU beside what stays resident "
             f"while it generates. {fix}, or pass {compat.REF_OFFLOAD.flag} or "
             f"{compat.ZERO_STAGE.flag} 3 to keep less resident."
+        )
+    sync = memory.sync
+    if sync is not None and sync.total > limit:
+        problems.append(
+            f"the weight sync after each step needs {sync.describe()} on each GPU, more than "
+            f"{HEADROOM:.0%} of its {gib(gpu_bytes)} ({source}): vLLM's weights wake while the "
+            f"policy's stay. Pass {compat.VLLM_SLEEP.flag} and {compat.DS_SLEEP.flag}, "
+            f"{compat.ZERO_STAGE.flag} 3, or spread the policy over more GPUs."
         )
     if memory.training.total > limit:
         problems.append(

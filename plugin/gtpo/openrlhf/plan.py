@@ -1,9 +1,12 @@
 """The plan `gtpo-openrlhf --dry-run` prints: the cluster layout of a command, how a step's
 samples are split, the memory of a GPU, the reward URLs and what GTPO sets; and what can be read
-about a command without the hub (the rules it must pass are `checks.py`'s).
+about a command (the rules it must pass are `checks.py`'s).
 
-Nothing here starts Ray, loads weights or reaches the hub: a model's config is read only from a
-local directory or the local Hugging Face cache, a dataset only from a local file.
+Nothing here starts Ray or loads weights. A model's config is read from a local directory or
+the local Hugging Face cache, else its config.json alone (a few KB) is fetched from the hub,
+with the user's token (HF_TOKEN), into that cache; never with HF_HUB_OFFLINE set. A dataset is
+read only from a local file. What could not be read is named in the plan's first line, with what
+it leaves unchecked and how to make the check run.
 """
 
 from __future__ import annotations
@@ -46,6 +49,53 @@ def local_model_config(name: str | None) -> dict[str, Any] | None:
         return None
     config = json.loads(Path(cached).read_text())
     return config.get("text_config", config)  # vision-language models nest the LM's
+
+
+# (model, hub endpoint, cache, token) → why its config.json could not be fetched: the plan and
+# the checks ask for it several times, and a hub that cannot be reached must cost one timeout.
+_NOT_FETCHED: dict[tuple[str, str, str, int], str] = {}
+FETCH_TIMEOUT_S = 10.0
+
+
+def model_config(name: str | None) -> dict[str, Any] | None:
+    """The model's config: `local_model_config`, else fetched from the hub (`fetch_failure`
+    says why not)."""
+    config = local_model_config(name)
+    if config is not None or not name or fetch_failure(name) is not None:
+        return config
+    return local_model_config(name)  # fetch_failure fetched it into the cache
+
+
+def fetch_failure(name: str) -> str | None:
+    """None once `name`'s config.json is in the local cache (fetched now if need be); else why
+    it is not: offline, gated, not found, or the hub unreachable."""
+    if local_model_config(name) is not None:
+        return None
+    path = Path(name).expanduser()
+    if path.exists() or name.count("/") > 1 or name.startswith((".", "/", "~")):
+        return f"{name} has no config.json" if path.exists() else f"{name} does not exist"
+    try:
+        from huggingface_hub import constants, get_token, hf_hub_download
+        from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    except ImportError:
+        return "huggingface_hub is not installed"
+    key = (name, constants.ENDPOINT, str(constants.HF_HUB_CACHE), hash(get_token()))
+    if key in _NOT_FETCHED:
+        return _NOT_FETCHED[key]
+    if constants.HF_HUB_OFFLINE:
+        return "it is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+    try:
+        hf_hub_download(name, "config.json", etag_timeout=FETCH_TIMEOUT_S)
+        return None
+    except GatedRepoError:
+        why = "the hub refused its config.json: the model is gated, set HF_TOKEN to a token "
+        why += "that has access"
+    except RepositoryNotFoundError:
+        why = "the hub has no such model (or it is private: set HF_TOKEN)"
+    except Exception as exc:  # no network, a proxy, a hub error: the plan says so
+        why = f"the hub could not be reached ({type(exc).__name__})"
+    _NOT_FETCHED[key] = why
+    return why
 
 
 def local_files(spec: str | None) -> list[Path] | None:
@@ -126,10 +176,33 @@ def memory_estimate(args: Any, config: GTPOConfig) -> tuple[memory.GPUMemory | N
     """Each phase's memory on a policy GPU, the GPU's bytes and their source; no estimate
     without the model's config or a GPU size."""
     size, source = gpu_memory(config)
-    shape = memory.ModelShape.from_config(local_model_config(compat.MODEL.get(args)) or {})
+    shape = memory.ModelShape.from_config(model_config(compat.MODEL.get(args)) or {})
     if shape is None or size is None:
         return None, size or 0, source
     return memory.estimate(args, shape, size), size, source
+
+
+def unchecked(args: Any, config: GTPOConfig) -> list[str]:
+    """What the checks could not judge for want of the model's config or the GPU's size, each
+    with why and what makes its check run. (A dataset that is not local leaves its fields
+    unchecked; the plan's steps row says so.)"""
+    missing = []
+    model = compat.MODEL.get(args)
+    if model and model_config(model) is None:
+        missing.append(
+            f"memory, vLLM's tensor parallelism and the model's length ({model}'s config.json "
+            f"was not read: {fetch_failure(model)}; `hf download {model} config.json` makes "
+            "them run)"
+        )
+    elif memory_estimate(args, config)[0] is None:
+        if gpu_memory(config)[0] is None:
+            missing.append(
+                f"memory (one GPU's size is unknown: pass {flag('gpu_memory_gib')}, or run on "
+                "the GPU machine)"
+            )
+        else:
+            missing.append("memory (the model's config has no dense decoder's sizes)")
+    return missing
 
 
 def _memory_rows(args: Any, config: GTPOConfig) -> list[str]:
@@ -145,12 +218,15 @@ def _memory_rows(args: Any, config: GTPOConfig) -> list[str]:
     if estimate.generation is not None:
         rows.append(_row("  generation", estimate.generation.describe()))
     rows.append(_row("  training", estimate.training.describe()))
+    if estimate.sync is not None:
+        rows.append(_row("  weight sync", estimate.sync.describe()))
     rows.append(
         _row(
             "  vLLM",
             f"{compat.VLLM_MEMORY.flag} {compat.VLLM_MEMORY.get(args)}: "
-            f"{memory.gib(estimate.engine_share)}, its KV cache holds "
-            f"{estimate.kv_sequences} sequences of {compat.MAX_LEN.get(args)} tokens",
+            f"{memory.gib(estimate.engine_share)}, its KV cache holds at most "
+            f"{estimate.kv_sequences} sequences of {compat.MAX_LEN.get(args)} tokens (less "
+            "what vLLM sets aside for its activations and CUDA graphs)",
         )
     )
     return rows
@@ -249,9 +325,9 @@ def _placement_rows(args: Any) -> list[str]:
 
 def _model_row(args: Any) -> str:
     model = compat.MODEL.get(args)
-    config = local_model_config(model)
+    config = model_config(model)
     if config is None:
-        text = "config not read (not a local directory, not in the HF cache; nothing fetched)"
+        text = f"config not read ({fetch_failure(model) if model else 'no model given'})"
     else:
         text = (
             f"{config.get('num_hidden_layers')} layers, {config.get('num_attention_heads')} "
@@ -362,9 +438,15 @@ def render(args: Any, config: GTPOConfig, changes: dict[str, tuple[Any, Any]], v
     how a step's samples are split, how long an episode is, the reward URLs, and what GTPO
     changes. `changes` is `changed_settings` of the args before and after `flags.configure`."""
     reward = _reward_lines(args)
+    missing = unchecked(args, config)
+    verdict = (
+        f"every check run passed; not checked: {'; '.join(missing)}"
+        if missing
+        else "every check passed"
+    )
     return "\n".join(
         [
-            f"gtpo-openrlhf --dry-run: OpenRLHF {version}; every check passed; nothing started.",
+            f"gtpo-openrlhf --dry-run: OpenRLHF {version}; {verdict}; nothing started.",
             *_placement_rows(args),
             _model_row(args),
             *_batch_rows(args),
