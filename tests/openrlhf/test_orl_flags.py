@@ -502,9 +502,7 @@ def test_on_policy_settings_are_not_warned_about(openrlhf_args, caplog):
         for r in caplog.records
         if r.levelno >= logging.WARNING and r.name.startswith("gtpo")
     ]
-    assert [w for w in warned if not w.startswith("not checked before the run: memory")] == [], (
-        warned
-    )
+    assert [w for w in warned if not w.startswith(checks.NOT_CHECKED)] == [], warned
 
 
 def test_launcher_restores_openrlhf_names(openrlhf_args):

@@ -580,9 +580,12 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+NOT_CHECKED = "not checked before the run: "
+
+
 def not_checked(c: Command) -> list[str]:
     """What no rule could judge (`plan.unchecked`): said before a run as it is in the plan."""
-    return [f"not checked before the run: {what}" for what in unchecked(c.args, c.config)]
+    return [NOT_CHECKED + what for what in unchecked(c.args, c.config)]
 
 
 WARNINGS: tuple[Callable[[Command], list[str]], ...] = (
