@@ -1,8 +1,7 @@
 # Development tasks. Each installs what it needs into the active Python environment (use a
 # virtual environment), then runs. `make test` is the project's test command.
 #
-#   make test         the default suite, OpenRLHF's CPU tests included, in two processes
-#                     (about 5-6 min on 2 cores)
+#   make test         the default suite, OpenRLHF's CPU tests included (about 9-11 min, 2 cores)
 #   make test-slow    the slow suites (tests/slow_stage.py) in two lanes: the real-model
 #                     demo and the reward server's tests under their own CPU load, alone;
 #                     then OpenRLHF's real fit() with the real instruct model on vLLM's CPU
@@ -53,12 +52,8 @@ $(STAMP): pyproject.toml constraints.txt requirements-openrlhf-cpu.txt requireme
 
 install: $(STAMP)
 
-# Two pytest processes (pytest-xdist): the suite's time halves on 2 cores. More cores, more
-# processes (TEST_WORKERS=auto); each reward-server test starts a server with its own pool.
-TEST_WORKERS ?= 2
-
 test: install
-	$(STRICT) $(PYTHON) -m pytest -n $(TEST_WORKERS)
+	$(STRICT) $(PYTHON) -m pytest
 
 # Three phases of pytest processes side by side (tests/slow_stage.py); each prints its slowest
 # tests, and the stage each part's time, so a run's report says where the time went.
