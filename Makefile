@@ -7,7 +7,7 @@
 #                     then OpenRLHF's real fit() with the real instruct model on vLLM's CPU
 #                     build beside the reward server's reliability suites; then the other
 #                     fit() suites beside TRL on the real model and every documented command
-#                     (about 60 min on 2 cores; the first run also JIT-builds DeepSpeed's CPU
+#                     (about 65 min on 2 cores; the first run also JIT-builds DeepSpeed's CPU
 #                     ops, about 1-3 min, cached in ~/.cache/torch_extensions)
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
 #                     5 min)
