@@ -129,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         build_parser().print_help(sys.stdout)
         sys.stdout.write(
             f"\n{DRY_RUN}: check the command line and print the plan (placement, micro-batches "
-            "per rank, steps) without starting Ray, loading weights or reaching the hub.\n"
+            "per rank, steps) without starting Ray or loading weights; from the hub only the "
+            "model's config.json, when it is not local (never with HF_HUB_OFFLINE=1).\n"
             "\nOpenRLHF's train_ppo_ray flags follow.\n\n"
         )
     if dry_run:
