@@ -32,6 +32,7 @@ import fcntl
 import json
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,9 @@ LEDGER = Path(tempfile.gettempdir()) / "gtpo-test-memory-ledger.json"
 # Every wait, a line each: pytest captures what a test prints, and the slow stage prints these
 # at its end (tests/slow_stage.py).
 WAITS = Path(tempfile.gettempdir()) / "gtpo-test-memory-waits.log"
+# Runs whose measured peak passed what they declared, a line each (the slow stage prints them):
+# a declaration too low lets two runs start whose peaks do not fit together.
+OVERRUNS = Path(tempfile.gettempdir()) / "gtpo-test-memory-overruns.log"
 # What the machine held outside the gated runs (GiB), when a run last started alone.
 BASELINE = Path(tempfile.gettempdir()) / "gtpo-test-memory-baseline"
 RAMP_S = 300.0  # a run reaches its peak within this (the slowest: a first run's JIT build)
@@ -126,3 +130,49 @@ def admitted(need_gib: float, what: str) -> Iterator[None]:
     finally:
         with _locked() as runs:
             runs.pop(token, None)
+
+
+class GroupPeak:
+    """The peak memory of one process group (a run started with `start_new_session`: its
+    driver, Ray's processes and vLLM's engine cores), sampled every `POLL_S` seconds in a
+    thread as the sum of the processes' proportional set sizes (PSS: a page shared by n
+    processes counts 1/n in each, so the sum is what the group holds)."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.peak_gib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self.peak_gib = max(self.peak_gib, _group_pss_gib(self.pgid))
+
+    def stop(self, need_gib: float, what: str) -> float:
+        """Stop sampling; a peak above `need_gib` is written to `OVERRUNS`. Returns the peak."""
+        self._stop.set()
+        self._thread.join()
+        if self.peak_gib > need_gib:
+            with OVERRUNS.open("a") as overruns:
+                overruns.write(
+                    f"{what}: {self.peak_gib:.1f} GiB at its peak, {need_gib:.1f} declared\n"
+                )
+        return self.peak_gib
+
+
+def _group_pss_gib(pgid: int) -> float:
+    total_kib = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            for line in (entry / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kib += int(line.split()[1])
+                    break
+        except (OSError, ValueError, IndexError):  # ended while read, or not ours to read
+            continue
+    return total_kib / 2**20

@@ -180,6 +180,7 @@ def main(argv: list[str]) -> int:
             f"unknown part(s) {sorted(only - every_part)}; the parts: {sorted(every_part)}"
         )
     memory_gate.WAITS.unlink(missing_ok=True)
+    memory_gate.OVERRUNS.unlink(missing_ok=True)
     lock = threading.Lock()
     failures: list[str] = []
     done = {name: threading.Event() for name in every_part}
@@ -203,10 +204,15 @@ def main(argv: list[str]) -> int:
                     f"   lane {lane_number} {part.name:<10} {run.seconds / 60:5.1f} min, "
                     f"from {run.started_s / 60:4.1f} min, exit {run.code}"
                 )
-    waits = memory_gate.WAITS.read_text().splitlines() if memory_gate.WAITS.exists() else []
-    print(f"   training runs that waited for memory (tests/memory_gate.py): {len(waits)}")
-    for wait in waits:
-        print(f"     {wait}")
+    for title, path in (
+        ("training runs that waited for memory (tests/memory_gate.py)", memory_gate.WAITS),
+        ("training runs above their declared peak (raise it where the run is)",
+         memory_gate.OVERRUNS),
+    ):  # fmt: skip
+        lines = path.read_text().splitlines() if path.exists() else []
+        print(f"   {title}: {len(lines)}")
+        for line in lines:
+            print(f"     {line}")
     print(f"   tests that did not pass: {len(failures)}")
     for failure in failures:
         print(f"     {failure}")

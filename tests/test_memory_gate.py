@@ -118,3 +118,43 @@ def test_runs_whose_peaks_could_meet_do_not_start_together(machine, monkeypatch)
         assert smaller.wait(5.0)
     thread.join(5.0)
     assert admitted.is_set()  # once the older one left
+
+
+# A parent and its child, each touching MiB of its own, then waiting to be killed.
+HOLDER = """
+import os, sys, time
+mib = int(sys.argv[1])
+held = bytearray(mib * 2**20)
+held[::4096] = b"x" * len(held[::4096])
+if os.fork() == 0:
+    child = bytearray(mib * 2**20)
+    child[::4096] = b"y" * len(child[::4096])
+    print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_groups_peak_counts_every_process_of_it_and_an_overrun_is_written(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(memory_gate, "POLL_S", 0.05)
+    monkeypatch.setattr(memory_gate, "OVERRUNS", tmp_path / "overruns.log")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, "150"], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert holder.stdout.readline() == b"ready\n"
+        peak = memory_gate.GroupPeak(holder.pid)
+        deadline = time.monotonic() + 10  # a sampler thread a busy machine schedules late
+        while peak.peak_gib < 0.28 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.killpg(holder.pid, 9)
+        holder.wait()
+    measured = peak.stop(need_gib=0.2, what="two holders")
+    assert 0.28 <= measured < 0.45  # 2 × 150 MiB (one holder alone: 0.15), and interpreters
+    assert memory_gate.OVERRUNS.read_text() == (
+        f"two holders: {measured:.1f} GiB at its peak, 0.2 declared\n"
+    )
+    assert peak.stop(need_gib=1.0, what="again") == measured  # within its need: nothing written
+    assert memory_gate.OVERRUNS.read_text().count("\n") == 1

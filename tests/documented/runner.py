@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import failure_cause
 import memory_gate
 from documented import pages as docs
 from documented.substitutions import Context, Substituted, not_run, run_by_test, substitute
@@ -238,8 +239,8 @@ class Session:
         self._record(ran, key)
         if code != 0:
             raise CommandFailed(
-                f"{command.where} exited {code}:\n{sub.report()}\n--- its output, last lines\n"
-                f"{ran.output[-6000:]}"
+                f"{command.where} exited {code}: {failure_cause.cause(ran.output)}\n"
+                f"{sub.report()}\n--- its output, last lines\n{ran.output[-6000:]}"
             )
         self._check_output(ran)
         return ran
@@ -271,8 +272,8 @@ class Session:
                 ) from None
         if check and code != 0:
             raise CommandFailed(
-                f"{sub.command.where}: {' '.join(argv)} (run first) exited {code}\n"
-                f"{log.read_text()[-4000:]}"
+                f"{sub.command.where}: {' '.join(argv)} (run first) exited {code}: "
+                f"{failure_cause.cause(log.read_text())}\n{log.read_text()[-4000:]}"
             )
         return code
 

@@ -53,6 +53,7 @@ G = 4  # completions per prompt in every run
 TEMPERATURE = 0.65
 
 
+import failure_cause  # noqa: E402  (tests/, put on sys.path above)
 import float32_on_cpu  # noqa: E402  (tests/standins, put on sys.path above)
 import memory_gate  # noqa: E402  (tests/, put on sys.path above)
 
@@ -288,10 +289,20 @@ class FitRun:
     log: str
     seconds: float
     out: Path
+    peak_gib: float = 0.0  # the run's process group at its peak (memory_gate.GroupPeak)
 
     @property
     def capture(self) -> Path:
         return self.out / "capture"
+
+    def failure(self) -> str:
+        """An assertion message for a run that failed: its exit status and cause on the first
+        line (the one pytest's summary shows), then the log's last lines."""
+        return (
+            f"exit {self.returncode} after {self.seconds:.0f} s, {self.peak_gib:.1f} GiB at "
+            f"its peak: "
+            f"{failure_cause.cause(self.log)}\n{self.log[-4000:]}"
+        )
 
     def experiences(self) -> list[dict]:
         """What the experience maker produced, one record per training step, in step order."""
@@ -462,8 +473,9 @@ def run_fit(
         "PYTHONUNBUFFERED": "1",
     }
     need = memory_gib if memory_gib is not None else run_memory_gib(num_gpus)
-    with memory_gate.admitted(need, f"gtpo-openrlhf on {num_gpus} logical GPUs"):
-        return _run_fit(argv, out, num_gpus, timeout, env)
+    what = f"gtpo-openrlhf on {num_gpus} logical GPUs ({out.name})"
+    with memory_gate.admitted(need, what):
+        return _run_fit(argv, out, num_gpus, timeout, env, (need, what))
 
 
 def run_memory_gib(num_gpus: int) -> float:
@@ -473,7 +485,7 @@ def run_memory_gib(num_gpus: int) -> float:
 
 
 def _run_fit(argv: list[str], out: Path, num_gpus: int, timeout: float,
-             env: dict[str, str]) -> FitRun:  # fmt: skip
+             env: dict[str, str], declared: tuple[float, str]) -> FitRun:  # fmt: skip
     started = time.perf_counter()
     log_path = out / "run.log"
     # Streamed to a file so that a run killed by the timeout still leaves its log behind.
@@ -485,6 +497,7 @@ def _run_fit(argv: list[str], out: Path, num_gpus: int, timeout: float,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        peak = memory_gate.GroupPeak(proc.pid)
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -493,8 +506,9 @@ def _run_fit(argv: list[str], out: Path, num_gpus: int, timeout: float,
             ) from None
         finally:
             end_process_group(proc)
+            peak_gib = peak.stop(*declared)
     seconds = time.perf_counter() - started
-    return FitRun(returncode, log_path.read_text(), seconds, out)
+    return FitRun(returncode, log_path.read_text(), seconds, out, peak_gib)
 
 
 def end_process_group(proc: subprocess.Popen) -> None:

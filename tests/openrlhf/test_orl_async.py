@@ -36,7 +36,7 @@ STEPS = 3  # 12 prompts, 4 per step
 def async_run(fixture_files, reward_server, out, algo="gtpo", extra=()):
     argv = with_flags(base_argv(fixture_files, reward_server.url, out), {"--gtpo.algo": algo})
     run = run_fit([*argv, "--train.async_enable", *extra], out)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     return run
 
 
@@ -144,7 +144,7 @@ def test_resume_restores_h_ini_under_async(gtpo_async, fixture_files, reward_ser
         {"--ckpt.path": str(gtpo_async.out / "ckpt")},
     )
     run = run_fit([*argv, "--train.async_enable", "--ckpt.load_enable"], tmp_path)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     assert "restored from the checkpoint" in run.log and "measured on" not in run.log
     records = run.experiences()
     assert len(records) == 1 and records[0]["h_ini"] == gtpo_async.experiences()[0]["h_ini"]

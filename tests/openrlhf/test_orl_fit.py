@@ -72,7 +72,7 @@ def gtpo_run(fixture_files, reward_server, tmp_path_factory):
     out = tmp_path_factory.mktemp("fit-gtpo")
     argv = [*base_argv(fixture_files, reward_server.url, out), "--ckpt.save_steps", "2"]
     run = run_fit(argv, out)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     return run
 
 
@@ -217,7 +217,7 @@ def test_variant_completes_its_steps(variant, fixture_files, reward_server, tmp_
     for name, value in overrides.items():
         argv = flag(argv, name, value)
     run = run_fit([*argv, *switches], tmp_path, num_gpus=num_gpus)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     records = run.experiences()
     assert len(records) == STEPS
     assert f"Global step {STEPS}" in run.log
@@ -297,7 +297,7 @@ def test_reward_server_outage_of_10s_is_ridden_out(fixture_files, reward_server,
         if reward_server.proc is None or reward_server.proc.poll() is not None:
             reward_server.start()
             reward_server.wait()
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     assert outage["end"] - outage["start"] >= 10
     assert "unreachable" in run.log and "answers again after" in run.log
     records = run.experiences()
@@ -329,7 +329,7 @@ def test_two_reward_servers_share_the_load_and_one_can_die(fixture_files, tmp_pa
             second.proc.kill()  # no goodbye: connections refused from now on
 
         run = run_fit_acting_after_step_1(argv, tmp_path, kill_second)
-        assert run.returncode == 0, run.log[-4000:]
+        assert run.returncode == 0, run.failure()
         # H_ini's 4 prompts and step 1's 4, G = 4 each: 32 requests, alternating servers.
         assert served["first"] + served["second"] >= 32
         assert abs(served["first"] - served["second"]) <= 2, served
@@ -372,7 +372,7 @@ def test_authors_variant_dr_grpo_and_advantage_form(fixture_files, reward_server
         flag(argv, "--algo.advantage.estimator", "dr_grpo"), "--gtpo.entropy_form", "advantage"
     )
     run = run_fit(argv, tmp_path)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     records = run.experiences()
     assert len(records) == STEPS
     h_ini, gamma = records[0]["h_ini"], 0.1

@@ -46,7 +46,7 @@ def test_a_short_final_rollout_is_trained_alike_on_every_rank(
         {**TWO_RANKS, **short_tail, "--train.batch_size": "8"},
     )
     run = run_fit(argv, tmp_path, num_gpus=3)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     assert "a rollout of 12 samples reaches the 2 data-parallel ranks as 8, 4 rows" in run.log
     assert "Training on its first 8 samples (2 prompts)" in run.log
     records = run.experiences()
@@ -73,7 +73,7 @@ def test_dynamic_filtering_on_two_ranks_trains_only_mixed_groups(
          "--train.batch_size": "8"},
     )  # fmt: skip
     run = run_fit([*argv, "--algo.dynamic_filtering_enable"], tmp_path, num_gpus=3)
-    assert run.returncode == 0, run.log[-4000:]
+    assert run.returncode == 0, run.failure()
     assert "Filtered out: avg_reward=0.00" in run.log
     dataset = [json.loads(line) for line in fixture.prompts.read_text().splitlines()]
     excluded = {dataset[k]["prompt"] for k in unreachable}
