@@ -8,7 +8,8 @@ for the slower part.
     lane 1          lane 2
     "alone"         (waits for "alone")
     "real-model"    "server"
-    "fit"           (waits for "real-model") "docs", "trl"
+    "fit"           (waits for "real-model") "docs"
+                    (waits for "fit") "trl"
 
 - "alone": the real model's quick demo (tests/demo/test_demo_real_model.py): it is CPU-bound
   on both cores for 8-10 minutes, and beside a training run it took four times as long. Its
@@ -23,8 +24,9 @@ for the slower part.
   vLLM engines hold about 14 GB: beside any other training run the 24 GiB machine filled and
   Ray killed a worker, so no other training part starts before it ends.
 - "trl": TRL on the real model, fully fine-tuned and with LoRA, and with its colocated vLLM
-  engine (tests/trl/test_trl_real_model.py, test_trl_vllm.py), last: it is CPU-bound, and
-  beside the busiest of "fit" it took 27.7 minutes where beside fit's end and after it, about 13.
+  engine (tests/trl/test_trl_real_model.py, test_trl_vllm.py), last, after "fit": it is
+  CPU-bound (beside the busiest of "fit" it took 27.7 minutes, alone 6.5), and its training
+  runs in the pytest process, outside the memory gate, beside fit()'s 15 GiB async run.
 - "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
   beside "fit", every other slow suite (OpenRLHF's fit() with the tiny models, TRL's two
   processes, `gtpo eval` through vLLM). Each holds one training run at a time, 5-9 GiB at its
@@ -103,7 +105,7 @@ def lanes(extra: list[str]) -> list[list[Part]]:
         [
             Part("server", _pytest(extra, REWARD_SERVER), after=("alone",)),
             Part("docs", _pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}, after=("real-model",)),
-            Part("trl", _pytest(extra, TRL)),
+            Part("trl", _pytest(extra, TRL), after=("fit",)),
         ],
     ]
 
