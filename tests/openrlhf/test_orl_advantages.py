@@ -29,7 +29,7 @@ from paper_reference import reference_delta, reference_weights
 from gtpo import GTPOConfig, conflict_weights, entropy_filter
 from gtpo.openrlhf import compat
 from gtpo.openrlhf import step as step_module
-from gtpo.openrlhf.flags import gtpo_config
+from gtpo.openrlhf.run_args import gtpo_config
 from gtpo.openrlhf.step import weight_advantages
 
 G = 4

@@ -16,7 +16,7 @@ pytest.importorskip("openrlhf")
 pytest.importorskip("deepspeed")
 
 from gtpo.config import GTPOConfig
-from gtpo.openrlhf import checks, compat, flags
+from gtpo.openrlhf import checks, compat, run_args
 from gtpo.openrlhf.flags import parse_gtpo_flags
 
 
@@ -410,7 +410,7 @@ def test_an_uneven_split_is_left_to_dynamic_batching(openrlhf_args):
         "--actor.num_gpus_per_node", "2", "--rollout.micro_batch_size", "3",
         "--train.micro_batch_size", "8", "--train.dynamic_batch_enable",
     )  # fmt: skip
-    command = checks.Command(args, flags.gtpo_config(args))
+    command = checks.Command(args, run_args.gtpo_config(args))
     assert checks.training_split(command) is None
     compat.DYNAMIC_BATCH.set(args, False)
     assert "would train on 2 and 1 micro-batches of 8" in checks.training_split(command)

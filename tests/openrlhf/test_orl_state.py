@@ -15,8 +15,8 @@ transformers = pytest.importorskip("transformers")
 
 from gtpo import LN2  # noqa: E402
 from gtpo.openrlhf.controller import GTPOPPOTrainer  # noqa: E402
-from gtpo.openrlhf.flags import gtpo_config  # noqa: E402
 from gtpo.openrlhf.resume import CheckpointNotShared  # noqa: E402
+from gtpo.openrlhf.run_args import gtpo_config  # noqa: E402
 from gtpo.state import CLIENT_STATE_KEY, EntropyMonitor  # noqa: E402
 
 

@@ -12,6 +12,9 @@ Trace of a run (flag → branch → tensor → metric):
                   sets in OpenRLHF's settings (−γ as the entropy coefficient, ...).
 - `checks.py`     every rule a command line must pass, one table, for a run and a dry run alike.
 - `plan.py`       what `--dry-run` prints; `memory.py` the memory per GPU it estimates.
+- `run_args.py`   the GTPOConfig every actor reads from OpenRLHF's args. The launcher's modules
+                  (`__main__`, `flags`, `checks`, `plan`, `memory`, `dry_imports`) are never
+                  imported by an actor's (tests/openrlhf/test_orl_layout.py).
 - `compat.py`     every fact about the supported OpenRLHF release: version, the internals used,
                   the settings read, the tensor layout; and the start-up check.
 - `seam.py`       OpenRLHF's classes as GTPO extends them, the names GTPO has OpenRLHF build.

@@ -20,9 +20,9 @@ import torch
 from gtpo import state
 from gtpo.openrlhf import compat, enable_logging, seam
 from gtpo.openrlhf.experience import GTPOExperienceMaker
-from gtpo.openrlhf.flags import gtpo_config
 from gtpo.openrlhf.resume import check_checkpoint_shared
 from gtpo.openrlhf.rollouts import RolloutTally
+from gtpo.openrlhf.run_args import gtpo_config
 
 logger = seam.init_logger(__name__)
 

@@ -15,7 +15,7 @@ import torch
 
 from gtpo import state
 from gtpo.openrlhf import compat, seam
-from gtpo.openrlhf.flags import gtpo_config
+from gtpo.openrlhf.run_args import gtpo_config
 from gtpo.openrlhf.step import ActorForward, weight_advantages
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from gtpo.config import FLAG_PREFIX, GTPOConfig, GTPOConfigError, add_arguments, flag
 from gtpo.openrlhf import checks, compat, plan
+from gtpo.openrlhf.run_args import gtpo_namespace
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GTPOConfigError", "build_parser", "configure", "gtpo_config", "parse_gtpo_flags"]
+__all__ = ["GTPOConfigError", "build_parser", "configure", "parse_gtpo_flags"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,29 +53,13 @@ def given_flags(argv: Sequence[str]) -> set[str]:
     return {token.split("=", 1)[0] for token in argv if token.startswith("--")}
 
 
-def gtpo_config(args: Any) -> GTPOConfig:
-    """The GTPOConfig of hierarchized OpenRLHF args (`args.gtpo`, also inside every Ray actor's
-    `strategy.args`). Raises GTPOConfigError naming each bad `--gtpo.*` value."""
-    return GTPOConfig.from_mapping(vars(_gtpo_namespace(args)))
-
-
-def _gtpo_namespace(args: Any) -> Any:
-    ns = getattr(args, "gtpo", None)
-    if ns is None:
-        raise GTPOConfigError(
-            "args.gtpo is missing: start training with `gtpo-openrlhf` (or `python -m "
-            "gtpo.openrlhf`), not with `python -m openrlhf.cli.train_ppo_ray`"
-        )
-    return ns
-
-
 def _checked_config(args: Any) -> tuple[GTPOConfig, list[str]]:
     """`args.gtpo` as a GTPOConfig, and one line per refused `--gtpo.*` value.
 
     With refused values, the config holds the valid ones (defaults for the rest), so the
     OpenRLHF refusals that depend on the method are still judged and reported with them.
     """
-    values = vars(_gtpo_namespace(args))
+    values = vars(gtpo_namespace(args))
     try:
         return GTPOConfig.from_mapping(values), []
     except GTPOConfigError as exc:
