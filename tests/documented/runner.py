@@ -215,7 +215,7 @@ class Session:
             return None
         env.update({k: v for k, v in command.env})
         env = _merge_env(env, sub.env)
-        if argv[0] == "gtpo-openrlhf" and wrap is None and "--dry-run" not in sub.argv:
+        if sub.ray_head:  # substitutions' table
             self._ray_head(env)  # its workers inherit the command's environment
             env["RAY_ADDRESS"] = self.ray_address or ""
         key = (tuple(sub.argv), tuple(sorted(sub.env.items())), tuple(wrap or ()))
@@ -406,6 +406,7 @@ class Session:
                 out = self._on_two_nodes(block, net, shared)
                 self.close()
         finally:
+            self.context.shared = None  # the page's later commands run on one node again
             shutil.rmtree(self.context.ray_temp, ignore_errors=True)
         return out
 
@@ -417,7 +418,6 @@ class Session:
               f"/shared → {shared}   (two network namespaces on this machine)")  # fmt: skip
         for command in block.commands:
             node = _node(command.place) or "head"
-            command = _shared_storage(command, shared)
             ran = self.run(command, place_env=per_node[node], wrap=net.wrap(node))
             if ran is not None:
                 out.append(ran)
@@ -481,12 +481,6 @@ def _node(place: str) -> str | None:
         if words in place:
             return node
     return None
-
-
-def _shared_storage(command: docs.Command, shared: Path) -> docs.Command:
-    argv = tuple(t.replace("/shared/", f"{shared}/") for t in command.argv)
-    return docs.Command(command.page, command.line, argv, command.env, command.background,
-                        command.place, command.output)  # fmt: skip
 
 
 def _flag(argv: list[str], name: str) -> str | None:

@@ -67,6 +67,7 @@ class Substituted:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     first: list[list[str]] = field(default_factory=list)  # commands run before it
+    ray_head: bool = False  # the runner starts the page's Ray head first (`_own_ray_head`)
     notes: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, change, why)
 
     def report(self) -> str:
@@ -169,6 +170,7 @@ class Rule:
 # gtpo-openrlhf (also as `ray job submit … -- gtpo-openrlhf …`)
 
 LAUNCHER = "gtpo-openrlhf"
+EVERY_PROGRAM = "*"  # a rule for every command
 
 
 def _launcher_model(edit: Edit, ctx: Context) -> None:
@@ -203,6 +205,17 @@ def _launcher_sizes(edit: Edit, ctx: Context) -> None:
     edit.set("--gtpo.h_ini_prompts", prompts)
     if edit.value("--ckpt.save_steps") is not None:
         edit.set("--ckpt.save_steps", 1)
+
+
+def _own_ray_head(edit: Edit, ctx: Context) -> None:
+    # On two nodes the page's own `ray start` cluster runs it; through `ray job submit`, the
+    # cluster it names; a dry run starts nothing.
+    if ctx.shared is not None or edit.start > 1 or "--dry-run" in edit.argv:
+        return
+    if covered(edit.sub.command) is not None:
+        return
+    edit.sub.ray_head = True
+    edit.note("+ RAY_ADDRESS of the page's Ray head (127.0.0.1, the page's logical GPUs)")
 
 
 def _launcher_cpu(edit: Edit, ctx: Context) -> None:
@@ -317,6 +330,15 @@ def _ray_start_sizes(edit: Edit, ctx: Context) -> None:
     edit.set("--object-store-memory", 200_000_000)
 
 
+def _shared_storage(edit: Edit, ctx: Context) -> None:
+    if ctx.shared is None:
+        return
+    for i, token in enumerate(edit.argv):
+        if "/shared/" in token:
+            edit.argv[i] = token.replace("/shared/", f"{ctx.shared}/")
+            edit.note(f"{token} → {edit.argv[i]}")
+
+
 def _ray_start_hosts(edit: Edit, ctx: Context) -> None:
     if "--head" in edit.argv:
         # Both nodes share this machine's /tmp; Ray's sockets need a short path.
@@ -419,6 +441,19 @@ SUBSTITUTIONS: tuple[Rule, ...] = (
         "hosts", (LAUNCHER,),
         "no network to wandb.ai: W&B writes its run locally",
         _wandb_offline,
+    ),
+    Rule(
+        "gpus", (LAUNCHER,),
+        "logical GPUs need a Ray of their own: the page's training runs share one Ray head on "
+        "127.0.0.1 with the page's logical GPUs, started before the first (on a GPU machine "
+        "the launcher starts a local Ray, which finds the GPUs itself)",
+        _own_ray_head,
+    ),
+    Rule(
+        "hosts", (EVERY_PROGRAM,),
+        "two nodes on one machine: `/shared` (storage every node reads) is a folder both "
+        "network namespaces see",
+        _shared_storage,
     ),
     Rule(
         "hosts", ("export",),
@@ -630,7 +665,7 @@ def substitute(command: Command, argv: list[str], ctx: Context) -> Substituted:
     sub = Substituted(command, list(argv))
     program, start = _program(sub.argv)
     for rule in SUBSTITUTIONS:
-        if program in rule.programs:
+        if program in rule.programs or EVERY_PROGRAM in rule.programs:
             rule.change(Edit(sub, rule.kind, rule.why, start), ctx)
     by = covered(command) if program == LAUNCHER else None
     if by is not None:

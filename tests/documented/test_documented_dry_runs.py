@@ -9,6 +9,7 @@ it is not, and no rule of the table is stale.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -161,14 +162,15 @@ def test_every_rule_of_the_table_changes_a_documented_command(tmp_path):
     """A rule that no command needs any more goes: the table says what CI changes, no more."""
     ctx = Context(tiny_model=tmp_path / "tiny", workdir=tmp_path, wheelhouse=tmp_path,
                   docker_env={"GTPO_BASE_IMAGE": "gtpo-base:bookworm"})  # fmt: skip
+    on_two_nodes = dataclasses.replace(ctx, shared=tmp_path / "shared")
     used = set()
     for command in pages.all_commands():
         if not_run(command):
             continue
         env = {**EXAMPLE_ENV, "WANDB_API_KEY": "k"}
         argv = [pages.expand(t, env, command.where) for t in command.argv]
-        sub = substitute(command, argv, ctx)
-        used |= {why for _, _, why in sub.notes}
+        for context in (ctx, on_two_nodes):
+            used |= {why for _, _, why in substitute(command, list(argv), context).notes}
     unused = [rule.why for rule in SUBSTITUTIONS if rule.why not in used]
     assert not unused, unused
     assert {rule.kind for rule in (*SUBSTITUTIONS, *PYTHON_SUBSTITUTIONS)} <= set(KINDS)
@@ -236,3 +238,30 @@ def test_the_two_node_command_is_planned_within_a_minute():
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 node(s) × 8 GPUs" in done.stdout
     assert seconds < 60, seconds
+
+
+def _substituted(argv: list[str], ctx: Context):
+    command = pages.Command("docs/x.md", 1, tuple(argv))
+    return substitute(command, list(argv), ctx)
+
+
+def test_the_table_declares_the_pages_ray_head_and_the_runner_starts_it_from_there(tmp_path):
+    ctx = Context(tiny_model=tmp_path / "tiny", workdir=tmp_path)
+    run = ["gtpo-openrlhf", "--actor.model_name_or_path", "m"]
+    assert _substituted(run, ctx).ray_head
+    assert any("RAY_ADDRESS" in change for _, change, _ in _substituted(run, ctx).notes)
+    # a dry run starts nothing; `ray job submit` and two nodes use the page's own cluster
+    assert not _substituted([*run, "--dry-run"], ctx).ray_head
+    assert not _substituted(["ray", "job", "submit", "--", *run], ctx).ray_head
+    assert not _substituted(run, dataclasses.replace(ctx, shared=tmp_path / "s")).ray_head
+
+
+def test_shared_storage_becomes_a_folder_only_on_two_nodes_and_says_so(tmp_path):
+    ctx = Context(tiny_model=tmp_path / "tiny", workdir=tmp_path)
+    argv = ["export", "GTPO_DATA_DIR=/shared/data", "OTHER=/sharedx/y"]
+    assert _substituted(argv, ctx).argv == argv
+    sub = _substituted(argv, dataclasses.replace(ctx, shared=tmp_path / "s"))
+    assert sub.argv == ["export", f"GTPO_DATA_DIR={tmp_path}/s/data", "OTHER=/sharedx/y"]
+    assert [change for _, change, _ in sub.notes] == [
+        f"GTPO_DATA_DIR=/shared/data → GTPO_DATA_DIR={tmp_path}/s/data"
+    ]
