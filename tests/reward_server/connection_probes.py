@@ -60,7 +60,8 @@ class Held:
 
     name: str
     connections: int
-    open_s: float  # the longest any connection stayed open (inf: still open at the end)
+    open_s: float  # the longest any connection stayed open (inf: still open at the end); for
+    # unread answers, from their first byte
     closed: int  # connections the server closed
     peak_mb: float
     after_mb: float
@@ -146,6 +147,16 @@ def _dropped(sock: socket.socket, seen: dict[int, bytes]) -> bool:
     return True
 
 
+def _answer_started(sock: socket.socket) -> bool:
+    """Whether the server's answer has begun to arrive, peeked at, nothing read."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:  # reset: it has ended, which `closed` reports
+        return False
+
+
 def _first_lines(seen: dict[int, bytes]) -> dict[str, int]:
     lines: dict[str, int] = {}
     for data in seen.values():
@@ -162,19 +173,27 @@ def _watch(
     memory: Callable[[], tuple[float, float]],
     each_second: Callable[[socket.socket], None] = lambda s: None,
     closed: Callable[[socket.socket, dict[int, bytes]], bool] = _closed,
+    from_first_byte: bool = False,
 ) -> Held:
     """Until every socket is closed by the server (``closed``) or ``seconds`` pass: call
-    ``each_second`` on each open one every second; then close all of them and report."""
+    ``each_second`` on each open one every second; then close all of them and report.
+
+    A connection's time open counts from now, or, with ``from_first_byte``, from the first
+    byte of its answer (seen without reading it): a send deadline starts when the answer
+    does, after its verdict was computed, which a busy machine takes seconds over."""
     start = time.monotonic()
     open_ = set(range(len(socks)))
+    began: dict[int, float] = {}
     closed_at: dict[int, float] = {}
     seen: dict[int, bytes] = {}
     last_tick = 0.0
     while open_ and time.monotonic() - start < seconds:
         for i in list(open_):
+            if from_first_byte and i not in began and _answer_started(socks[i]):
+                began[i] = time.monotonic()
             if closed(socks[i], seen):
                 open_.discard(i)
-                closed_at[i] = time.monotonic() - start
+                closed_at[i] = time.monotonic() - began.get(i, start)
         if time.monotonic() - last_tick >= 1.0:
             last_tick = time.monotonic()
             for i in open_:
@@ -279,7 +298,9 @@ def unread_answers(
             sock.setblocking(True)
             sock.sendall(_head("/v1/score", len(body), token) + body)
             sock.setblocking(False)
-        return _watch("unread answers", socks, pid, seconds, memory, closed=_dropped)
+        return _watch(
+            "unread answers", socks, pid, seconds, memory, closed=_dropped, from_first_byte=True
+        )
 
 
 @dataclass
