@@ -26,7 +26,8 @@ for the slower part.
 - "trl": TRL on the real model, fully fine-tuned and with LoRA, and with its colocated vLLM
   engine (tests/trl/test_trl_real_model.py, test_trl_vllm.py), last, after "fit": it is
   CPU-bound (beside the busiest of "fit" it took 27.7 minutes, alone 6.5), and its training
-  runs in the pytest process, outside the memory gate, beside fit()'s 15 GiB async run.
+  runs in the pytest process, outside the memory gate: beside fit()'s 15 GiB async run the
+  machine would fill.
 - "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
   beside "fit", every other slow suite (OpenRLHF's fit() with the tiny models, TRL's two
   processes, `gtpo eval` through vLLM). Each holds one training run at a time, 5-9 GiB at its
