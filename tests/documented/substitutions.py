@@ -210,9 +210,8 @@ def _launcher_sizes(edit: Edit, ctx: Context) -> None:
 def _own_ray_head(edit: Edit, ctx: Context) -> None:
     # On two nodes the page's own `ray start` cluster runs it; through `ray job submit`, the
     # cluster it names; a dry run starts nothing.
-    if ctx.shared is not None or edit.start > 1 or "--dry-run" in edit.argv:
-        return
-    if covered(edit.sub.command) is not None:
+    dry = "--dry-run" in edit.argv or covered(edit.sub.command) is not None
+    if ctx.shared is not None or edit.start > 1 or dry:
         return
     edit.sub.ray_head = True
     edit.note("+ RAY_ADDRESS of the page's Ray head (127.0.0.1, the page's logical GPUs)")

@@ -298,10 +298,10 @@ class FitRun:
     def failure(self) -> str:
         """An assertion message for a run that failed: its exit status and cause on the first
         line (the one pytest's summary shows), then the log's last lines."""
+        cause = failure_cause.cause(self.log)
         return (
-            f"exit {self.returncode} after {self.seconds:.0f} s, {self.peak_gib:.1f} GiB at "
-            f"its peak: "
-            f"{failure_cause.cause(self.log)}\n{self.log[-4000:]}"
+            f"exit {self.returncode} after {self.seconds:.0f} s, {self.peak_gib:.1f} GiB at its "
+            f"peak: {cause}\n{self.log[-4000:]}"
         )
 
     def experiences(self) -> list[dict]:

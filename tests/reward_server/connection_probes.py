@@ -151,9 +151,7 @@ def _answer_started(sock: socket.socket) -> bool:
     """Whether the server's answer has begun to arrive, peeked at, nothing read."""
     try:
         return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError:  # reset: it has ended, which `closed` reports
+    except OSError:  # nothing yet (BlockingIOError), or reset: its end, which `closed` reports
         return False
 
 
