@@ -9,8 +9,9 @@ them the launcher's).
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from source_imports import imports_below
 
 PACKAGE = Path(__file__).resolve().parents[2] / "plugin" / "gtpo" / "openrlhf"
 LAUNCHER = {"__main__", "flags", "checks", "plan", "memory", "dry_imports"}
@@ -20,17 +21,10 @@ ACTORS = {"seam", "controller", "experience", "policy", "rollout_actor", "async_
 
 def package_imports(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Module → the modules of `package` it imports (at any depth of its code)."""
-    name = "gtpo." + package.name
     graph = {}
     for path in package.glob("*.py"):
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == name:
-                found |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(name + "."):
-                found.add(node.module.split(".")[2])
-            elif isinstance(node, ast.Import):
-                found |= {a.name.split(".")[2] for a in node.names if a.name.startswith(name + ".")}
+        names = imports_below(path, "gtpo." + package.name)
+        found = {name.split(".")[0] for name in names if name}
         graph[path.stem] = {module for module in found if (package / f"{module}.py").exists()}
     return graph
 

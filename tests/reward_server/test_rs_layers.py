@@ -4,10 +4,10 @@ door (``grade``); the symbolic worker reads no structure: it builds the trees it
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from source_imports import imports_below
 
 import reward_server
 
@@ -19,21 +19,7 @@ FRONT_DOOR = {"grade", "compare", "pending", "response", "format", "symbolic"}
 
 
 def _imports(path: Path) -> set[str]:
-    """Every ``reward_server`` module or name ``path`` imports, at any depth (a function's
-    import included), as dotted names below ``reward_server``."""
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reward_server"):
-            module = node.module.removeprefix("reward_server").lstrip(".")
-            out.add(module)
-            out |= {f"{module}.{alias.name}" for alias in node.names}
-        elif isinstance(node, ast.Import):
-            out |= {
-                a.name.removeprefix("reward_server.")
-                for a in node.names
-                if a.name.startswith("reward_server")
-            }
-    return out
+    return imports_below(path, "reward_server")
 
 
 def _modules(package: str) -> list[Path]:
