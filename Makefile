@@ -6,9 +6,11 @@
 #                     demo and the reward server's tests under their own CPU load, alone;
 #                     then OpenRLHF's real fit() with the real instruct model on vLLM's CPU
 #                     build beside the reward server's reliability suites; then the other
-#                     fit() suites beside TRL on the real model and every documented command
+#                     fit() suites, then TRL on the real model, beside every documented command
 #                     (about 65 min on 2 cores; the first run also JIT-builds DeepSpeed's CPU
-#                     ops, about 1-3 min, cached in ~/.cache/torch_extensions)
+#                     ops, about 1-3 min, cached in ~/.cache/torch_extensions);
+#                     SLOW_ARGS=--with-docker adds the Docker suites after the documented
+#                     commands, as CI runs them
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
 #                     5 min)
 #   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)
@@ -58,7 +60,7 @@ test: install
 # Three phases of pytest processes side by side (tests/slow_stage.py); each prints its slowest
 # tests, and the stage each part's time, so a run's report says where the time went.
 test-slow: install
-	$(STRICT) $(PYTHON) tests/slow_stage.py
+	$(STRICT) $(PYTHON) tests/slow_stage.py $(SLOW_ARGS)
 
 # On a machine with one CUDA GPU and no network (docs/benchmarks.md, "On a GPU": the wheels to
 # carry): GTPO's core and the TRL loop on CUDA at the real model's shape, then the TRL step cost

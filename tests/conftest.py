@@ -3,11 +3,13 @@
 - tests/ goes on sys.path: shared helpers (paper_reference.py) import as top-level modules
   (pytest runs with --import-mode=importlib, which does not add test folders to sys.path).
 - With GTPO_TEST_STRICT=1 (set by `make test`), pytest.importorskip fails instead of skipping.
+- `gtpo demo`'s warm-start cache is the session's own (`demo_cache`).
 """
 
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,23 @@ if os.environ.get("GTPO_TEST_STRICT") == "1":
     pytest.importorskip = _required_import
 
 
+@pytest.fixture(scope="session", autouse=True)
+def demo_cache(tmp_path_factory) -> Iterator[Path]:
+    """`gtpo demo`'s warm-start cache (gtpo.demo.warmstart_cache), one per test session, empty
+    at its start: no test reads or fills the user's ~/.cache/gtpo, and every `gtpo demo` of a
+    session (the docs runner's documented commands too, as one user's) shares it."""
+    from gtpo.demo.warmstart_cache import CACHE_ENV
+
+    folder = tmp_path_factory.mktemp("gtpo-cache")
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
+
+
 @pytest.fixture(scope="session")
 def real_model():
     """SmolLM2-135M-Instruct as a local HF directory (`gtpo model prepare`, offline: the GGUF of
@@ -63,20 +82,24 @@ def real_model():
 def docs_run(real_model, tmp_path_factory, request):
     """The docs runner's run of this test session (tests/documented): one clone, one user
     environment, every documented command at most once. Its report of what ran, with every
-    substitution and time, is written at the end (documented-commands.md) and printed."""
+    substitution and time, is written at the end (documented-commands.md), and its slowest
+    commands printed."""
     from documented import tiny_model
     from documented.runner import DocsRun
 
     root = tmp_path_factory.mktemp("docs")
     tiny = tiny_model.build(real_model.path, root / "tiny-smollm2")
     marks = request.config.option.markexpr or ""
-    # The slow stage selects "slow and not docker"; the Docker stage "docker".
+    # The slow stage's parts select "slow and not docker"; its Docker part "docker".
     docker = "docker" in marks and "not docker" not in marks
     run = DocsRun(root, tiny, "docker" if docker else "slow")
     yield run
     if run.report.rows:
         report = run.report.markdown()
         (root / "documented-commands.md").write_text(report)
-        print(f"\nThe documented commands, as run ({root / 'documented-commands.md'}):\n{report}")
-        print(f"\n{run.report.slowest()}")
+        # Through the terminal reporter: pytest captures, and drops, what a passing session
+        # fixture's teardown prints.
+        terminal = request.config.pluginmanager.get_plugin("terminalreporter")
+        terminal.write_line(f"\nThe documented commands, as run: {root / 'documented-commands.md'}")
+        terminal.write_line(run.report.slowest())
     run.release()

@@ -9,7 +9,7 @@ for the slower part.
     "alone"         (waits for "alone")
     "real-model"    "server"
     "fit"           (waits for "real-model") "docs"
-                    (waits for "fit") "trl"
+    "trl"           "docker" (with --with-docker)
 
 - "alone": the real model's quick demo (tests/demo/test_demo_real_model.py): it is CPU-bound
   on both cores for 8-10 minutes, and beside a training run it took four times as long. Its
@@ -24,15 +24,20 @@ for the slower part.
   vLLM engines hold about 14 GB: beside any other training run the 24 GiB machine filled and
   Ray killed a worker, so no other training part starts before it ends.
 - "trl": TRL on the real model, fully fine-tuned and with LoRA, and with its colocated vLLM
-  engine (tests/trl/test_trl_real_model.py, test_trl_vllm.py), last, after "fit": it is
-  CPU-bound (beside the busiest of "fit" it took 27.7 minutes, alone 6.5), and its training
-  runs in the pytest process, outside the memory gate: beside fit()'s 15 GiB async run the
-  machine would fill.
+  engine (tests/trl/test_trl_real_model.py, test_trl_vllm.py), last in lane 1, after "fit":
+  it is CPU-bound (beside the busiest of "fit" it took 27.7 minutes, alone 6.5), and its
+  training runs in the pytest process, outside the memory gate: beside fit()'s 15 GiB async
+  run the machine would fill.
 - "docs": every documented command (tests/documented/test_documented_pages.py, one docs run),
   beside "fit", every other slow suite (OpenRLHF's fit() with the tiny models, TRL's two
   processes, `gtpo eval` through vLLM). Each holds one training run at a time, 5-9 GiB at its
   peak; two peaks beside both pytest processes filled the machine once (Ray killed a worker),
   so every training run starts when its peak fits (tests/memory_gate.py).
+- "docker" (`--with-docker`, as CI runs it; `make test-docker` alone otherwise): the images
+  and the Compose stack (tests/docker, `pytest -m docker`), after "docs". Lane 2 used to idle
+  from the docs' end to fit()'s (7 minutes measured), and the Docker suites took CI's third
+  stage about as long after the slow stage. They build images and run the tiny demo in a
+  container, a few GiB beside one of fit()'s runs, which the memory gate sees as used.
 
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
@@ -43,6 +48,7 @@ the output still names what failed. The exit status is the first failing part's,
     python tests/slow_stage.py [PYTEST ARGS...]        # extra arguments go to every part
     python tests/slow_stage.py --parts docs,fit ...    # only these parts (the others count
                                                        # as done for `after`)
+    python tests/slow_stage.py --with-docker           # and the Docker suites, in lane 2
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ REAL_MODEL = ["tests/openrlhf/test_orl_real_model.py"]
 REWARD_SERVER = [f"--ignore={OWN_LOAD}", "tests/reward_server"]
 TRL = ["tests/trl/test_trl_real_model.py", "tests/trl/test_trl_vllm.py"]
 DOCS = ["tests/documented/test_documented_pages.py"]
+DOCKER = ["tests/docker"]
 OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *TRL, *DOCS]
 
 
@@ -88,25 +95,27 @@ class Part:
     after: tuple[str, ...] = ()
 
 
-def _pytest(extra: list[str], paths: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-m", MARKS, f"--durations={SLOWEST}",
+def _pytest(extra: list[str], paths: list[str], marks: str = MARKS) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-m", marks, f"--durations={SLOWEST}",
             f"--timeout={TIMEOUT_S}", *extra, *paths]  # fmt: skip
 
 
-def lanes(extra: list[str]) -> list[list[Part]]:
+def lanes(extra: list[str], docker: bool = False) -> list[list[Part]]:
     """The two lanes' parts, in order. "fit" takes every slow suite no other part names, so a
-    new one runs without being listed here."""
+    new one runs without being listed here; "docker" (`make test-docker`'s suites) only when
+    asked for."""
     everything_else = [*(f"--ignore={path}" for path in OWN_PART), "tests"]
     return [
         [
             Part("alone", _pytest(extra, ALONE)),
             Part("real-model", _pytest(extra, REAL_MODEL)),
             Part("fit", _pytest(extra, everything_else)),
+            Part("trl", _pytest(extra, TRL)),
         ],
         [
             Part("server", _pytest(extra, REWARD_SERVER), after=("alone",)),
             Part("docs", _pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}, after=("real-model",)),
-            Part("trl", _pytest(extra, TRL), after=("fit",)),
+            *([Part("docker", _pytest(extra, DOCKER, marks="docker"))] if docker else []),
         ],
     ]
 
@@ -164,6 +173,9 @@ def _run_lane(
             done[part.name].set()
 
 
+WITH_DOCKER = "--with-docker"
+
+
 def _chosen(argv: list[str]) -> tuple[set[str] | None, list[str]]:
     """`--parts a,b` out of the command line: the parts to run (None: all), the rest."""
     if "--parts" not in argv:
@@ -175,8 +187,9 @@ def _chosen(argv: list[str]) -> tuple[set[str] | None, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    only, extra = _chosen(argv)
-    every_lane = lanes(extra)
+    docker = WITH_DOCKER in argv
+    only, extra = _chosen([arg for arg in argv if arg != WITH_DOCKER])
+    every_lane = lanes(extra, docker)
     every_part = {part.name for lane in every_lane for part in lane}
     if only is not None and not only <= every_part:
         raise SystemExit(

@@ -101,6 +101,17 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         "--sft-steps", type=int, default=None,
         help="warm-start SFT steps (default 600, quick 100; --model 20, quick 15)",
     )  # fmt: skip
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache-dir", type=Path, default=None, metavar="DIR",
+        help="where warm starts are kept between runs, keyed by the model, demonstrations, "
+        "settings, code and this machine's numerics, so a rerun loads its warm start instead of "
+        "training it again (default: $GTPO_CACHE_DIR, $XDG_CACHE_HOME/gtpo or ~/.cache/gtpo, "
+        "then warm-starts/)",
+    )  # fmt: skip
+    cache.add_argument(
+        "--no-cache", action="store_true", help="train every warm start; read and write no cache"
+    )
     knobs = parser.add_argument_group(
         "GTPO knobs",
         "the --gtpo.* flags of gtpo-openrlhf (default: the paper's values); the GRPO run "
@@ -114,6 +125,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from gtpo.demo.run import preset, run_demo
+    from gtpo.demo.warmstart_cache import default_folder
     from gtpo.local_reward_server import check_loopback
 
     for name in ("steps", "sft_steps"):
@@ -141,6 +153,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             response_format=args.response_format,
             sft_steps=args.sft_steps,
             model=args.model,
+            cache=None if args.no_cache else args.cache_dir or default_folder(),
         )
     except GTPOConfigError as err:
         raise SystemExit(f"gtpo demo: {err}") from None

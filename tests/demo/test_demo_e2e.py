@@ -1,6 +1,6 @@
 """`gtpo demo --quick` end to end, as a user runs it: the report folder, rewards through HTTP,
 and identical results for a fixed seed (one run against a server started here, one where the
-demo starts its own)."""
+demo starts its own and loads the warm start the first trained)."""
 
 from __future__ import annotations
 
@@ -36,11 +36,17 @@ def _run(out: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def quick_run(server, tmp_path_factory):
+def warm_starts(tmp_path_factory) -> Path:
+    """This module's warm-start cache, empty before its first run."""
+    return tmp_path_factory.mktemp("warm-starts")
+
+
+@pytest.fixture(scope="module")
+def quick_run(server, tmp_path_factory, warm_starts):
     out = tmp_path_factory.mktemp("quick")
     before = reward_traffic(server)
     started = time.monotonic()
-    _run(out, "--reward-url", server)
+    _run(out, "--reward-url", server, "--cache-dir", str(warm_starts))
     elapsed = time.monotonic() - started
     moved = {k: v - before[k] for k, v in reward_traffic(server).items()}
     return out, moved, elapsed
@@ -97,10 +103,12 @@ def test_every_reward_came_through_http(quick_run):
     assert results["reward_requests"] == moved["requests"]
 
 
-def test_same_seed_same_results(quick_run, tmp_path):
+def test_same_seed_same_results(quick_run, tmp_path, warm_starts):
+    """The second run loads the warm start the first trained (gtpo.demo.warmstart_cache): what
+    follows is the same, step for step, as after a trained one."""
     first, _, _ = quick_run
     # This time the demo starts its own reward server.
-    _run(tmp_path)
+    _run(tmp_path, "--cache-dir", str(warm_starts))
 
     def rows(out: Path) -> list[dict]:
         lines = (out / "metrics.jsonl").read_text().splitlines()
@@ -113,6 +121,8 @@ def test_same_seed_same_results(quick_run, tmp_path):
     assert a["runs"] == b["runs"]
     assert a["h_ini"] == b["h_ini"]
     assert b["reward_url"] == "local" and a["reward_url"].startswith("http://127.0.0.1:")
+    (entry,) = warm_starts.glob("*.pt")
+    assert a["warm_starts"] == {"0": "trained"} and b["warm_starts"] == {"0": str(entry)}
 
 
 def test_cli_refuses_a_remote_reward_url_and_bad_numbers(capsys):

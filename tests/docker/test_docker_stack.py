@@ -10,6 +10,7 @@ is a multi-GB CUDA build), else from PyTorch's CPU index. Several minutes: marke
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -23,7 +24,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import memory_gate
 import pytest
+from documented.runner import COMPOSE_DEMO_GIB
 
 from gtpo.local_reward_server import free_port
 
@@ -167,6 +170,7 @@ def test_compose_demo_profile_end_to_end(compose_with_engine, base_image, wheel_
         env.update(GTPO_PIP_FIND_LINKS=wheel_url, GTPO_TORCH_INDEX_URL="")
     compose = [*compose_with_engine, *FILES, "--profile", "demo"]
     url = f"http://127.0.0.1:{port}"
+    demo_memory = contextlib.ExitStack()
 
     try:
         started = time.monotonic()
@@ -186,7 +190,9 @@ def test_compose_demo_profile_end_to_end(compose_with_engine, base_image, wheel_
         assert "/healthz" in " ".join(config["Healthcheck"]["Test"])
         assert config["Cmd"] == ["gtpo-reward-server"]
 
-        # `up -d` returns once the demo has started, i.e. after the server turned healthy.
+        # `up -d` returns once the demo has started, i.e. after the server turned healthy. Its
+        # containers hold memory until the demo exits: in the slow stage, beside fit()'s runs.
+        demo_memory.enter_context(memory_gate.admitted(COMPOSE_DEMO_GIB, "the Compose demo"))
         sh([*compose, "up", "-d"], timeout=600, env=env)
         wait_ready(url)
         with urllib.request.urlopen(f"{url}/healthz", timeout=5) as response:
@@ -231,6 +237,7 @@ def test_compose_demo_profile_end_to_end(compose_with_engine, base_image, wheel_
             assert time.monotonic() < deadline, "the demo did not finish in 15 minutes"
             time.sleep(3)
         logs = sh([*compose, "logs", "--no-color", "demo"], timeout=60, env=env).stdout
+        demo_memory.close()
         assert state["ExitCode"] == 0, f"demo exited {state['ExitCode']}:\n{logs[-4000:]}"
         log(f"demo finished in {time.monotonic() - started:.0f} s since the build started")
 
@@ -255,6 +262,7 @@ def test_compose_demo_profile_end_to_end(compose_with_engine, base_image, wheel_
         )
         assert health.stdout.strip() == "healthy"
     finally:
+        demo_memory.close()
         down = subprocess.run(
             [*compose, "down", "--volumes", "--remove-orphans", "--timeout", "20"],
             capture_output=True,

@@ -53,7 +53,7 @@ class Context:
     gpus_per_node: int = 1
     shared: Path | None = None  # what `/shared` (storage every node reads) becomes
     ray_temp: Path = Path("/tmp/gtpo-ray")  # a short path: Ray's socket paths must fit 107 bytes
-    # The Docker stage: the images' offline sources (GTPO_BASE_IMAGE, GTPO_PIP_FIND_LINKS, …)
+    # The Docker suites: the images' offline sources (GTPO_BASE_IMAGE, GTPO_PIP_FIND_LINKS, …)
     # and the folder holding torch's CPU wheel.
     docker_env: dict[str, str] = field(default_factory=dict)
     wheelhouse: Path | None = None
@@ -574,7 +574,7 @@ GPU_ONLY: dict[str, str] = {
 CI_STAGES: dict[str, str] = {
     "make test": "CI's stage 1 (README's test command)",
     "make test-slow": "CI's stage 2, where the docs runner runs",
-    "make test-docker": "CI's stage 3",
+    "make test-docker": "CI's stage 2, the slow stage's Docker part (--with-docker)",
     "make lint": "CI's lint step",
 }
 

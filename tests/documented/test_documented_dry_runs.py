@@ -129,7 +129,7 @@ def test_the_plan_a_page_shows_is_the_commands_own(hub_configs, monkeypatch, cap
 
 
 def test_every_command_runs_in_a_stage_or_says_why_not():
-    """The slow stage runs every command of every page (the Docker stage deployment.md's);
+    """The slow stage runs every command of every page (its Docker part deployment.md's);
     what it cannot run on a CPU is listed with its reason, and that list stays short."""
     runners = {"gtpo", "gtpo-openrlhf", "gtpo-reward-server", "pip", "make", "python", "curl",
                "export", "ray", "docker", "cp"}  # fmt: skip
@@ -265,3 +265,25 @@ def test_shared_storage_becomes_a_folder_only_on_two_nodes_and_says_so(tmp_path)
     assert [change for _, change, _ in sub.notes] == [
         f"GTPO_DATA_DIR=/shared/data → GTPO_DATA_DIR={tmp_path}/s/data"
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "need"),
+    [
+        (["gtpo-openrlhf", "--actor.model_name_or_path", "m"], "TRAINING_RUN_GIB"),
+        (["ray", "job", "submit", "--", "gtpo-openrlhf", "--x", "1"], "TRAINING_RUN_GIB"),
+        (["gtpo-openrlhf", "--dry-run"], None),
+        (["docker", "compose", "-f", "c.yaml", "--profile", "demo", "up"], "COMPOSE_DEMO_GIB"),
+        (["docker", "compose", "down"], None),
+        (["gtpo", "demo", "--quick"], None),
+    ],
+)
+def test_runs_that_hold_gigabytes_wait_for_the_memory_gate(argv, need, monkeypatch):
+    """The slow stage's parts start their training runs, the Compose demo's containers
+    included, only when their peaks fit together (tests/memory_gate.py)."""
+    from documented import runner
+
+    asked = []
+    monkeypatch.setattr(runner.memory_gate, "admitted", lambda gib, what: asked.append(gib))
+    runner._memory_gate(argv, "page.md:1")
+    assert asked == ([] if need is None else [getattr(runner, need)])

@@ -2,8 +2,8 @@
 
 One test per page: its blocks in page order, in one shell session (tests/documented/runner.py).
 A page whose command no longer runs fails here, naming the command, its substitutions and the
-end of its output. deployment.md's Docker commands run in the Docker stage
-(tests/docker/test_docker_documented.py).
+end of its output. deployment.md's Docker commands run in the Docker suites
+(tests/docker/test_docker_stack.py; in CI, the slow stage's Docker part).
 """
 
 from __future__ import annotations

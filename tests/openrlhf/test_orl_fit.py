@@ -349,7 +349,7 @@ def test_reward_server_that_stays_down_stops_the_run(fixture_files, reward_serve
     argv = flag(base_argv(fixture_files, dead_url, tmp_path), "--gtpo.reward_timeout", "4")
     started = time.monotonic()
     run = run_fit(argv, tmp_path, timeout=180)
-    assert run.returncode == 1, run.log[-4000:]
+    assert run.returncode == 1, run.failure()
     assert f"training stopped: reward server {dead_url}/get_reward did not answer" in run.log
     assert "raise --gtpo.reward_timeout" in run.log
     assert not run.experiences()  # no step ran

@@ -100,7 +100,7 @@ def test_a_run_whose_filter_drops_every_group_ends_with_an_error(
     fixture = with_labels(fixture_files, tmp_path, set(range(12)))
     argv = base_argv(fixture, reward_server.url, tmp_path)
     run = run_fit([*argv, "--algo.dynamic_filtering_enable"], tmp_path)
-    assert run.returncode == 1, run.log[-4000:]
+    assert run.returncode == 1, run.failure()
     assert "training stopped: the run ended without a training step: 12 prompts were drawn" in (
         run.log
     )

@@ -29,6 +29,7 @@ from tokenizers import Tokenizer
 
 from gtpo import GTPOConfig
 from gtpo.config import GTPOConfigError, flag
+from gtpo.demo import warmstart_cache
 from gtpo.demo.evaluate import evaluate
 from gtpo.demo.model import Policy, build_model
 from gtpo.demo.real import HFPolicySpec, chat_split, worked_solution
@@ -41,6 +42,13 @@ from gtpo.local_reward_server import LocalRewardServer, check_loopback
 from gtpo.reward_client import RewardClient, quiet_request_logs, request_count
 
 log = logging.getLogger(__name__)
+
+# The modules whose code computes a warm start (this one builds the tiny model): their source
+# is part of its cache key.
+WARM_START_CODE = (
+    "gtpo.demo.warmstart", "gtpo.demo.task", "gtpo.demo.model", "gtpo.demo.tokenizer",
+    "gtpo.demo.real", "gtpo.demo.word_problems", __name__,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,9 @@ class DemoConfig:
     kl_coef: float = 0.04  # β of the collapse scenario's GRPO-with-KL run (the paper's 0.04)
     quick: bool = False
     gtpo: GTPOConfig = field(default_factory=GTPOConfig)
+    # Where warm starts are kept between runs (`gtpo.demo.warmstart_cache`; the CLI's default
+    # is `default_folder()`, `--no-cache` None); None: every run trains its own.
+    cache: Path | None = None
 
 
 # The collapse scenario's setting, chosen by watching GRPO with β = 0 alone (docs/demo.md).
@@ -307,6 +318,7 @@ def run_demo(config: DemoConfig) -> dict:
             "h_ini": {},
             "runs": [],
             "model": task.model,
+            "warm_starts": {},  # seed -> "trained", or the cache file it was loaded from
         }
         level = logging.getLogger().getEffectiveLevel()
         pool = stack.enter_context(
@@ -319,7 +331,10 @@ def run_demo(config: DemoConfig) -> dict:
         )
         # Each seed's RL runs are queued as soon as its warm start is done, and the next
         # seed's warm start trains meanwhile, so no core idles while a seed's last run trains.
-        pending = [_start_seed(config, seed, task, client, url, pool) for seed in config.seeds]
+        pending = [
+            _start_seed(config, seed, task, client, url, pool, results["warm_starts"])
+            for seed in config.seeds
+        ]
         for seed, runs in zip(config.seeds, pending, strict=True):
             results["runs"].extend(_finish_seed(seed, runs))
             results["h_ini"][str(seed)] = results["runs"][-1]["h_ini"]
@@ -374,21 +389,61 @@ def _task(config: DemoConfig) -> Task:
     return Task(split, HFPolicySpec(str(model_dir)), worked_solution, model)
 
 
+def _warm_start(
+    config: DemoConfig, seed: int, task: Task, policy: Policy
+) -> tuple[list[float], str]:
+    """Train the seed's warm start into `policy`, or load it from `config.cache` where an
+    earlier run made it from the same inputs (`warmstart_cache`). Returns each step's loss and
+    where the weights came from ("trained", or the cache file)."""
+
+    def train_it() -> list[float]:
+        losses = warm_start(
+            policy.model, policy.encode, task.split.train, policy.eos_id, policy.pad_id,
+            steps=config.sft_steps, seed=seed, batch_size=config.sft_batch, lr=config.sft_lr,
+            desc=f"warm start seed {seed}", demonstrate=task.demonstrate,
+        )  # fmt: skip
+        log.info("seed %d: warm start done, loss %.3f -> %.3f", seed, losses[0], losses[-1])
+        return losses
+
+    if config.cache is None:
+        return train_it(), "trained"
+    spec = task.spec
+    digest = warmstart_cache.key({
+        "spec": spec,
+        "model_files": (
+            warmstart_cache.folder_digest(Path(spec.model_dir))
+            if isinstance(spec, HFPolicySpec) else None
+        ),
+        "seed": seed, "steps": config.sft_steps, "batch": config.sft_batch, "lr": config.sft_lr,
+        "problems": task.split.train,
+        "demonstrate": f"{task.demonstrate.__module__}.{task.demonstrate.__qualname__}",
+        "code": warmstart_cache.source_digest(WARM_START_CODE),
+    })  # fmt: skip
+    cached = warmstart_cache.load(config.cache, digest)
+    if cached is not None:
+        policy.model.load_state_dict(cached.state_dict)
+        path = config.cache / f"{digest}.pt"
+        log.info("seed %d: warm start from the cache, %s (the same model, demonstrations, "
+                 "settings and code; --no-cache trains it again)", seed, path)  # fmt: skip
+        return cached.losses, str(path)
+    losses = train_it()
+    warmstart_cache.store(
+        config.cache, digest, warmstart_cache.WarmStart(policy.model.state_dict(), losses)
+    )
+    return losses, "trained"
+
+
 def _start_seed(
     config: DemoConfig, seed: int, task: Task, client: RewardClient, url: str,
-    pool: ProcessPoolExecutor,
+    pool: ProcessPoolExecutor, warm_starts: dict[str, str],
 ) -> list[tuple[RLJob, Future, dict]]:  # fmt: skip
     """Warm start, H_ini and the "before RL" evaluation of one seed, here; then its RL runs
-    queued on `pool`. Returns each job, its future and what the report adds to its result."""
+    queued on `pool`. Returns each job, its future and what the report adds to its result;
+    where the warm start came from goes to `warm_starts`."""
     out = config.out
     split = task.split
     policy = task.spec.load(seed=seed)
-    losses = warm_start(
-        policy.model, policy.encode, split.train, policy.eos_id, policy.pad_id,
-        steps=config.sft_steps, seed=seed, batch_size=config.sft_batch, lr=config.sft_lr,
-        desc=f"warm start seed {seed}", demonstrate=task.demonstrate,
-    )  # fmt: skip
-    log.info("seed %d: warm start done, loss %.3f -> %.3f", seed, losses[0], losses[-1])
+    losses, warm_starts[str(seed)] = _warm_start(config, seed, task, policy)
     checkpoint = out / "runs" / f"warm_start-seed{seed}.pt"
     torch.save(policy.model.state_dict(), checkpoint)
 
