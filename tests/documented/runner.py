@@ -466,8 +466,9 @@ TRAINING_RUN_GIB = 9.0
 
 
 # `docker compose up` with the demo: the quick tiny-model demo in its container beside the
-# reward server's, measured at MEASURED GiB together (the containers are no process of ours, so
-# tests/memory_gate.GroupPeak cannot see them).
+# reward server's. The same two outside Docker (`gtpo demo --quick`, which starts its server)
+# peaked at 1.6 GiB; the containers are no process of ours, so tests/memory_gate.GroupPeak
+# cannot measure them, and the declaration leaves room for the engine and the image builds.
 COMPOSE_DEMO_GIB = 3.0
 
 
