@@ -92,14 +92,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.debug_hang_answer is not None:
             log.warning("GTPO_RS_DEBUG_HANG_ANSWER is set: a test hook, never use in production")
-        await service.pool.start()
+        # Before the workers start: a stop signal to the process group during the start also
+        # kills the forkserver, and a start that then retried would log its failure and run a
+        # new forkserver that outlives the server.
         restore_signals = before_stop_signals(service.pool.stop_replacing)
-        service.metrics.workers_ready.set(1)
-        # Everything built at start (the app, its routes and schemas, the checker's tables)
-        # lives as long as the server: out of the garbage collector's full passes, which
-        # otherwise walk all of it every few thousand requests.
-        gc.freeze()
         try:
+            await service.pool.start()
+            service.metrics.workers_ready.set(int(service.pool.ready))
+            # Everything built at start (the app, its routes and schemas, the checker's tables)
+            # lives as long as the server: out of the garbage collector's full passes, which
+            # otherwise walk all of it every few thousand requests.
+            gc.freeze()
             yield
         finally:
             restore_signals()

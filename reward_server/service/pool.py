@@ -522,10 +522,19 @@ class VerifierPool:
 
             check_socket_room()
             forkserver.ensure_running()
-        workers = await asyncio.gather(
-            *(self._start_worker(attempts=_START_ATTEMPTS) for _ in range(self._size))
+        started = await asyncio.gather(
+            *(self._start_worker(attempts=_START_ATTEMPTS) for _ in range(self._size)),
+            return_exceptions=True,
         )
-        for worker in workers:
+        if self._stopping:
+            # A stop signal came during the start: the server stops without serving, and
+            # `close` kills the workers that did start.
+            log.info("stopping: the verification pool was not put to work")
+            return
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        for worker in started:
             self._start_slot(worker)
         self.ready = True
         log.info("verification pool ready: %d workers", self._size)
@@ -796,7 +805,8 @@ class VerifierPool:
     async def _start_worker(self, attempts: int | None = None) -> _Worker:
         """A new worker, its start tried again 1 s after a failure (the forkserver may have
         died under it; the next start runs a new one) up to ``attempts`` times in all, or until
-        the pool closes when ``attempts`` is None."""
+        the pool closes when ``attempts`` is None. Raises ``_Stopping`` for a failure after a
+        stop signal: that forkserver most likely died of the signal to the process group."""
         loop = asyncio.get_running_loop()
         failed = 0
         while True:
@@ -804,6 +814,8 @@ class VerifierPool:
                 return await loop.run_in_executor(None, self._spawn)
             except RuntimeError:
                 failed += 1
+                if self._stopping:
+                    raise _Stopping from None
                 if self._closed or failed == attempts:
                     raise
                 log.exception("could not start a verification worker; retrying")

@@ -39,13 +39,42 @@ BATCH = {
 
 def _session(sid: int) -> list[str]:
     """`pid command` of every live process in session `sid` (zombies are already dead)."""
-    ps = subprocess.run(["ps", "-eo", "pid=,sid=,stat=,args="], capture_output=True, text=True)
+    # -ww: the whole command line, whatever COLUMNS says (under pytest it cut it at 80).
+    ps = subprocess.run(
+        ["ps", "-ww", "-eo", "pid=,sid=,stat=,args="], capture_output=True, text=True
+    )
     rows = []
     for line in ps.stdout.splitlines():
         pid, session, stat, args = line.split(None, 3)
         if int(session) == sid and not stat.startswith("Z"):
             rows.append(f"{pid} {args[:120]}")
     return rows
+
+
+def _wait_until_checked(url: str, items: int, timeout_s: float = 60.0) -> None:
+    """Until the server has looked `items` verdicts up in its cache (every process's
+    /metrics together): the batch has been read and its checks are with the workers."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        metrics = httpx.get(f"{url}/metrics", timeout=10).text
+        lookups = sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("gtpo_rs_cache_lookups_total")
+        )
+        if lookups >= items:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the batch's {items} checks did not reach the server in {timeout_s} s")
+
+
+def _stopped_cleanly(server: subprocess.Popen, code: int, text: str) -> None:
+    """What every stop must leave: status 0, no process of the server's session, nothing
+    logged as an error, no worker replaced."""
+    assert code == 0, text[-3000:]
+    assert _session(server.pid) == [], _session(server.pid)
+    assert "Traceback" not in text, text[-3000:]
+    assert "replaced" not in text and "could not start" not in text, text[-3000:]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -79,7 +108,9 @@ def test_a_stop_signal_drains_the_batch_and_leaves_nothing(workers, stop, to_gro
 
         client = threading.Thread(target=score)
         client.start()
-        time.sleep(0.3)  # the batch is in the workers
+        # A fixed pause did not do on a busy machine: the request was not yet sent, or not yet
+        # accepted, when the signal closed the listening socket (refused, or reset).
+        _wait_until_checked(url, len(BATCH["query"]))
         signalled = time.monotonic()
         if to_group:
             os.killpg(server.pid, stop)
@@ -97,10 +128,8 @@ def test_a_stop_signal_drains_the_batch_and_leaves_nothing(workers, stop, to_gro
             os.kill(pid, signal.SIGKILL)
     text = log.read_text(errors="replace")
     print(f"\nexit {code}; answer {answer.get('status', answer.get('error'))}; left {left}")
-    assert code == 0, text[-3000:]
     assert left == [], left
-    assert "Traceback" not in text, text[-3000:]
-    assert "replaced" not in text, text[-3000:]
+    _stopped_cleanly(server, code, text)
     # In flight when the signal came: answered in full, or refused as retryable.
     assert answer.get("at", signalled) >= signalled, "the batch ended before the signal"
     if answer.get("status") == 200:
@@ -108,3 +137,37 @@ def test_a_stop_signal_drains_the_batch_and_leaves_nothing(workers, stop, to_gro
         assert rewards == [20.0] * len(BATCH["query"])
     else:
         assert answer.get("status") == 503, answer
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_group_signal_while_the_workers_start_stops_without_starting_them_again(
+    workers, tmp_path
+):
+    """The signal reaches the forkserver too, while the pool is starting its workers: a start
+    that failed then was retried (a traceback, a new forkserver that could outlive the server).
+    Now the server stops without serving, as after any stop signal."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    env = {**os.environ, "GTPO_RS_VERIFY_WORKERS": "2", "GTPO_RS_LOG_LEVEL": "info"}
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", str(workers)],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        # The first forkserver of the session: the pool is starting its workers.
+        while not any("forkserver" in row for row in _session(server.pid)):
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.01)
+        os.killpg(server.pid, signal.SIGTERM)
+        code = server.wait(60)
+        time.sleep(0.5)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        for pid in [int(row.split()[0]) for row in _session(server.pid)]:
+            os.kill(pid, signal.SIGKILL)
+    _stopped_cleanly(server, code, log.read_text(errors="replace"))
