@@ -645,11 +645,17 @@ def run_load(
 # ---------------------------------------------------------------- restart under OpenRLHF
 
 
+# OpenRLHF's client tries a request 5 times, 1 s apart, then drops the sample's reward: a server
+# down for longer loses the samples whose tries all fell in the outage.
+OPENRLHF_RETRY_WINDOW_S = 4.0
+
+
 @dataclass
 class RestartReport:
     samples: int
     rewarded: int = 0  # execute() returned a reward (not None)
-    wrong_reward: int = 0
+    lost: int = 0  # execute() returned None: its client gave up
+    wrong_reward: int = 0  # a reward, not the item's
     client_retries: int = 0  # OpenRLHF's "Request error" log lines
     downtime_s: list[float] = field(default_factory=list)  # SIGTERM, then SIGKILL restart
     seconds: float = 0.0
@@ -765,7 +771,8 @@ def openrlhf_restart(
     for i, (it, got) in enumerate(zip(items, rewards, strict=True)):
         report.rewarded += got is not None
         if got != [it.reward]:
-            report.wrong_reward += 1
+            report.lost += got is None
+            report.wrong_reward += got is not None
             if len(report.examples) < 5:
                 report.examples.append(f"sample {i} ({it.kind}): reward {got}, known {it.reward}")
     return report
