@@ -9,8 +9,8 @@
 #                     fit() suites, then TRL on the real model, beside every documented command
 #                     (about 65 min on 2 cores; the first run also JIT-builds DeepSpeed's CPU
 #                     ops, about 1-3 min, cached in ~/.cache/torch_extensions);
-#                     SLOW_ARGS=--with-docker adds the Docker suites after the documented
-#                     commands, as CI runs them
+#                     SLOW_ARGS=--with-docker adds the Docker suites beside TRL, as CI runs
+#                     them
 #   make test-docker  the Docker images and the Compose stack (needs root and dockerd; about
 #                     5 min)
 #   make test-gpu     on a machine with one CUDA GPU: what needs CUDA (installs nothing)

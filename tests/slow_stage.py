@@ -9,7 +9,7 @@ for the slower part.
     "alone"         (waits for "alone")
     "real-model"    "server"
     "fit"           (waits for "real-model") "docs"
-    "trl"           "docker" (with --with-docker)
+    "trl"           (waits for "fit") "docker" (with --with-docker)
 
 - "alone": the real model's quick demo (tests/demo/test_demo_real_model.py): it is CPU-bound
   on both cores for 8-10 minutes, and beside a training run it took four times as long. Its
@@ -34,10 +34,11 @@ for the slower part.
   peak; two peaks beside both pytest processes filled the machine once (Ray killed a worker),
   so every training run starts when its peak fits (tests/memory_gate.py).
 - "docker" (`--with-docker`, as CI runs it; `make test-docker` alone otherwise): the images
-  and the Compose stack (tests/docker, `pytest -m docker`), after "docs". Lane 2 used to idle
-  from the docs' end to fit()'s (7 minutes measured), and the Docker suites took CI's third
-  stage about as long after the slow stage. They build images and run the tiny demo in a
-  container, a few GiB beside one of fit()'s runs, which the memory gate sees as used.
+  and the Compose stack (tests/docker, `pytest -m docker`), beside "trl", after "fit": they
+  took CI's third stage, after the whole slow stage. Started after the docs instead, beside
+  fit() (measured once): its image builds took CPU from the stage's longest part (fit 41.3
+  minutes, trl 8.1) and its demo waited 206 s for fit()'s memory. Its Compose demo holds a few
+  GiB, behind the memory gate (documented.runner.COMPOSE_DEMO_GIB).
 
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
@@ -115,7 +116,7 @@ def lanes(extra: list[str], docker: bool = False) -> list[list[Part]]:
         [
             Part("server", _pytest(extra, REWARD_SERVER), after=("alone",)),
             Part("docs", _pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}, after=("real-model",)),
-            *([Part("docker", _pytest(extra, DOCKER, marks="docker"))] if docker else []),
+            *([Part("docker", _pytest(extra, DOCKER, "docker"), after=("fit",))] if docker else []),
         ],
     ]
 

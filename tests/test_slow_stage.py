@@ -46,7 +46,7 @@ def test_the_docker_part_runs_the_docker_suites_only_when_asked_for():
     (docker,) = [part for lane in lanes for part in lane if part.name == "docker"]
     assert _marks(docker) == "docker"
     assert docker.argv[-1] == "tests/docker" and "-x" in docker.argv
-    assert _ends_before("docs", "docker", lanes)
+    assert _ends_before("docs", "docker", lanes) and _ends_before("fit", "docker", lanes)
     # Every other part leaves the Docker suites out.
     for part in (part for lane in lanes for part in lane if part.name != "docker"):
         assert _marks(part) == "slow and not docker"
