@@ -25,9 +25,9 @@ from collections import Counter
 
 import pytest
 
-# Two ZeRO-3 ranks and two engines of the real model at their peak: 16.5 GiB measured (the run's
-# process group, tests/memory_gate.py's GroupPeak, in CI's slow stage).
-REAL_MODEL_RUN_GIB = 17.0
+# Two ZeRO-3 ranks and two engines of the real model at their peak: 16.5 and 17.5 GiB measured
+# (the run's process group, tests/memory_gate.py's GroupPeak, in the slow stage).
+REAL_MODEL_RUN_GIB = 18.0
 # A run's own timeout (run_fit) stays below pytest's, which ends the test that sets up a fixture.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
