@@ -97,9 +97,10 @@ def docs_run(real_model, tmp_path_factory, request):
     if run.report.rows:
         report = run.report.markdown()
         (root / "documented-commands.md").write_text(report)
-        # Through the terminal reporter: pytest captures, and drops, what a passing session
-        # fixture's teardown prints.
-        terminal = request.config.pluginmanager.get_plugin("terminalreporter")
-        terminal.write_line(f"\nThe documented commands, as run: {root / 'documented-commands.md'}")
-        terminal.write_line(run.report.slowest())
+        # With capture off: pytest captures what a session fixture's teardown writes (at the
+        # file descriptor, the terminal reporter's lines too) and drops it when the run passed.
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            print(f"\n\nThe documented commands, as run: {root / 'documented-commands.md'}")
+            print(run.report.slowest(), flush=True)
     run.release()
