@@ -95,7 +95,9 @@ def test_the_key_changes_with_any_part(parts, data):
 def test_the_key_holds_this_machines_numerics(monkeypatch):
     before = warmstart_cache.key({"seed": 0})
     monkeypatch.setattr(torch, "get_num_threads", lambda: 64)
-    assert warmstart_cache.key({"seed": 0}) != before
+    threads = warmstart_cache.key({"seed": 0})
+    monkeypatch.setattr(warmstart_cache, "_cpu", lambda: "another CPU")
+    assert len({before, threads, warmstart_cache.key({"seed": 0})}) == 3
 
 
 def test_a_change_to_the_code_is_another_key(tmp_path, monkeypatch):

@@ -10,8 +10,10 @@ again. Its key hashes:
 - the demonstrations: the training problems and the function that writes their targets;
 - the SFT settings: steps, batch size, learning rate and seed;
 - the code that computes it: the source of the demo's modules it runs;
-- this machine's numerics: torch's version, its thread count and whether bf16 is native
-  (`gtpo.demo.real.native_bf16`: a real model's forward runs in bf16 only where it is).
+- this machine's numerics: its CPU (model and instruction sets: the kernels torch picks), torch's
+  version, its thread count and whether bf16 is native (`gtpo.demo.real.native_bf16`: a real
+  model's forward runs in bf16 only where it is). A cache folder shared by several machines
+  (a network home) keeps one entry per kind of machine.
 
 So a hit holds the weights a fresh run would compute here, bit for bit; a change to any of
 these is a miss, never a stale start (tests/demo/test_demo_warmstart_cache.py). The cache is a
@@ -29,6 +31,7 @@ import inspect
 import json
 import logging
 import os
+import platform
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -73,12 +76,24 @@ def folder_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def _cpu() -> str:
+    """The CPU's model and instruction-set flags (Linux's /proc/cpuinfo), else its platform
+    name."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    wanted = [line for line in lines if line.startswith(("model name", "flags"))]
+    return "\n".join(dict.fromkeys(wanted))
+
+
 def key(parts: dict[str, Any]) -> str:
     """The cache key of a warm start determined by ``parts`` (JSON-able values; anything else
     by its ``repr``) and by this machine's numerics."""
     from gtpo.demo.real import native_bf16
 
     numerics = {
+        "cpu": _cpu(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "native_bf16": native_bf16(),
