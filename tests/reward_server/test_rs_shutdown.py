@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -68,6 +69,29 @@ def _wait_until_checked(url: str, items: int, timeout_s: float = 60.0) -> None:
     raise AssertionError(f"the batch's {items} checks did not reach the server in {timeout_s} s")
 
 
+def _start(workers: int, log: Path) -> tuple[subprocess.Popen, int]:
+    """`python -m reward_server` with `workers` uvicorn processes and 2 verification workers,
+    in its own session (a signal to its group reaches every process it starts)."""
+    port = free_port()
+    env = {**os.environ, "GTPO_RS_VERIFY_WORKERS": "2", "GTPO_RS_LOG_LEVEL": "info"}
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", str(workers)],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    return server, port
+
+
+def _end_session(server: subprocess.Popen) -> None:
+    """Kill whatever of the server's session is still alive (a failed test leaves nothing)."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    for pid in [int(row.split()[0]) for row in _session(server.pid)]:
+        os.kill(pid, signal.SIGKILL)
+
+
 def _stopped_cleanly(server: subprocess.Popen, code: int, text: str) -> None:
     """What every stop must leave: status 0, no process of the server's session, nothing
     logged as an error, no worker replaced."""
@@ -84,15 +108,8 @@ def _stopped_cleanly(server: subprocess.Popen, code: int, text: str) -> None:
     ids=["SIGTERM-group", "SIGINT-group", "SIGTERM-server"],
 )
 def test_a_stop_signal_drains_the_batch_and_leaves_nothing(workers, stop, to_group, tmp_path):
-    port = free_port()
     log = tmp_path / "server.log"
-    env = {**os.environ, "GTPO_RS_VERIFY_WORKERS": "2", "GTPO_RS_LOG_LEVEL": "info"}
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port),
-             "--workers", str(workers)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    server, port = _start(workers, log)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, server)
@@ -121,11 +138,7 @@ def test_a_stop_signal_drains_the_batch_and_leaves_nothing(workers, stop, to_gro
         time.sleep(0.5)
         left = _session(server.pid)
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        for pid in [int(row.split()[0]) for row in _session(server.pid)]:
-            os.kill(pid, signal.SIGKILL)
+        _end_session(server)
     text = log.read_text(errors="replace")
     print(f"\nexit {code}; answer {answer.get('status', answer.get('error'))}; left {left}")
     assert left == [], left
@@ -146,15 +159,8 @@ def test_a_group_signal_while_the_workers_start_stops_without_starting_them_agai
     """The signal reaches the forkserver too, while the pool is starting its workers: a start
     that failed then was retried (a traceback, a new forkserver that could outlive the server).
     Now the server stops without serving, as after any stop signal."""
-    port = free_port()
     log = tmp_path / "server.log"
-    env = {**os.environ, "GTPO_RS_VERIFY_WORKERS": "2", "GTPO_RS_LOG_LEVEL": "info"}
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "reward_server", "--host", "127.0.0.1", "--port", str(port),
-             "--workers", str(workers)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    server, _ = _start(workers, log)
     try:
         deadline = time.monotonic() + 120
         # The first forkserver of the session: the pool is starting its workers.
@@ -165,9 +171,5 @@ def test_a_group_signal_while_the_workers_start_stops_without_starting_them_agai
         code = server.wait(60)
         time.sleep(0.5)
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        for pid in [int(row.split()[0]) for row in _session(server.pid)]:
-            os.kill(pid, signal.SIGKILL)
+        _end_session(server)
     _stopped_cleanly(server, code, log.read_text(errors="replace"))
