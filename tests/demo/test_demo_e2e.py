@@ -119,6 +119,9 @@ def test_same_seed_same_results(quick_run, tmp_path, warm_starts):
     assert b["reward_url"] == "local" and a["reward_url"].startswith("http://127.0.0.1:")
     (entry,) = warm_starts.glob("*.pt")
     assert a["warm_starts"] == {"0": "trained"} and b["warm_starts"] == {"0": str(entry)}
+    said = "Warm start loaded from the cache, not trained by this run"
+    assert said not in (first / "summary.md").read_text()
+    assert f"{said} (seed 0: {entry})" in (tmp_path / "summary.md").read_text()
 
 
 def test_cli_refuses_a_remote_reward_url_and_bad_numbers(capsys):

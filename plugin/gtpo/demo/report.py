@@ -289,6 +289,7 @@ def _run_lines(results: dict, seeds: list[int]) -> list[str]:
         f"{cfg['eval_prompts']} prompts × {cfg['eval_samples']} samples."
         + (f" Ablation: {cfg['ablation']}." if cfg["ablation"] else ""),
         "",
+        *_loaded_warm_starts(results.get("warm_starts", {})),
         f"H_ini (mean completion entropy before RL, per seed): "
         f"{', '.join(f'{v:.3f}' for v in h_ini_values)} nats (ln 2 = {LN2:.3f}), {delta}.",
         f"Rewards: {int(results['reward_requests'])} requests to the reward server "
@@ -372,3 +373,13 @@ def _final_training(rows: list[dict], methods: list[str]) -> dict[str, dict[str,
                 "conflict_frac_pos", "conflict_frac_neg")  # fmt: skip
         result[method] = {k: sum(r[k] for r in tail) / len(tail) for k in keys}
     return result
+
+
+def _loaded_warm_starts(sources: dict[str, str]) -> list[str]:
+    """A line naming the seeds whose warm start an earlier run trained (the cache of
+    `gtpo.demo.warmstart_cache`), so the wall time is read as such."""
+    loaded = {seed: path for seed, path in sources.items() if path != "trained"}
+    if not loaded:
+        return []
+    listed = "; ".join(f"seed {seed}: {path}" for seed, path in loaded.items())
+    return [f"Warm start loaded from the cache, not trained by this run ({listed}).", ""]
