@@ -15,17 +15,17 @@ Three jobs, done once in the forkserver so that every worker forked from it inhe
 """
 
 import gc
-import signal
 
 from reward_server.checker.symbolic import warm_up
-from reward_server.service.pool import die_with_parent
+from reward_server.service.pool import die_with_parent, ignore_stop_signals
 
-die_with_parent()
 # A stop signal sent to the whole process group (systemd, Slurm, `kill -- -PGID`, Ctrl-C) must
 # not end the forkserver before the server: the pool would start a new one to replace workers,
-# and it would outlive the server. It ends when the server does (its "alive" pipe closes).
-for stop in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(stop, signal.SIG_IGN)
+# and it would outlive the server. It ends when the server does (its "alive" pipe closes). The
+# pool starts it with these signals blocked (``pool.stop_signals_blocked``), so the imports
+# above, seconds on a busy machine, cannot be cut by one either.
+ignore_stop_signals()
+die_with_parent()
 warm_up()
 # Everything imported and cached so far lives as long as the workers: keep it out of their
 # garbage collections (which would otherwise scan, and copy-on-write fault, the whole

@@ -52,7 +52,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
@@ -123,6 +123,37 @@ def _cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
 
 
+# What systemd, Slurm, `kill -- -PGID` and Ctrl-C send to the server's whole process group.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def stop_signals_blocked() -> Iterator[None]:
+    """Block the stop signals in this thread while it starts a process: a new process keeps the
+    mask across exec, so the forkserver cannot die of a signal to the group (with a
+    KeyboardInterrupt traceback for SIGINT) while it imports the checker, seconds on a busy
+    machine, before ``forkserver_init`` ignores them and unblocks them. The same pattern as
+    multiprocessing's own resource tracker, which is started first here: its start unblocks
+    these signals when it is done, and would lift the block before the forkserver started. A
+    signal meanwhile waits, and reaches this process when the block ends."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore the stop signals and unblock them (``stop_signals_blocked``): this process ends
+    when the server ends it, never of a signal sent to the whole group."""
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
     """Ask Linux to send ``sig`` to this process when its parent dies (no orphans even if the
     server is killed with -9 while a worker is busy and cannot notice the closed pipe)."""
@@ -155,8 +186,7 @@ def _worker_main(
     # Ctrl-C, and the SIGTERM that systemd, Slurm or `kill -- -PGID` send, reach the whole
     # process group: a worker that died of it would be replaced while the server drains its
     # requests. Ending workers is the server's job (``close``; the death signal above).
-    for stop in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, signal.SIG_IGN)
+    ignore_stop_signals()
     # The CPU budget: SIGPROF's default action ends the process, which the pool reads from the
     # exit status. No Python handler: it would only run between bytecodes, never inside a long
     # C call (big-integer arithmetic), which is where a costly check spends its time.
@@ -478,7 +508,8 @@ class VerifierPool:
             name="gtpo-rs-verify",
         )
         try:
-            proc.start()
+            with stop_signals_blocked():  # this start may run a new forkserver
+                proc.start()
         except (OSError, EOFError) as exc:
             # The forkserver died before it forked this worker (killed, or out of memory): the
             # next start runs a new one, so the caller retries (a RuntimeError, as below).
@@ -521,7 +552,8 @@ class VerifierPool:
             from multiprocessing import forkserver
 
             check_socket_room()
-            forkserver.ensure_running()
+            with stop_signals_blocked():
+                forkserver.ensure_running()
         started = await asyncio.gather(
             *(self._start_worker(attempts=_START_ATTEMPTS) for _ in range(self._size)),
             return_exceptions=True,
