@@ -32,7 +32,7 @@ from pathlib import Path
 # the tests (shared harnesses live in tests/, benchmarks import them); a benchmark runs as a
 # script, so the harness's folder goes on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reward_server"))
-from reliability_harness import problem, start_server, stop_server
+from reliability_harness import problem, start_server, stop_server, tree_cpu_seconds
 
 PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
 
@@ -219,7 +219,11 @@ def main() -> None:
             for name, tree in checkouts:
                 proc, url = start_server({}, cwd=tree)
                 try:
+                    cpu0 = tree_cpu_seconds(proc.pid)
                     res = asyncio.run(drive(url, items, c, args.session_per_request))
+                    # What the server spent per completion: on two cores shared with the
+                    # client, wall throughput varies by ±20% between rounds; CPU less so.
+                    res["server_cpu_ms"] = (tree_cpu_seconds(proc.pid) - cpu0) / len(items) * 1e3
                     res.update(scrape(url))
                 finally:
                     stop_server(proc)
@@ -233,7 +237,7 @@ def main() -> None:
     header = (
         f"{'server':>7} {'conc':>4} {'compl/s':>9} {'math-verify/s':>13} {'ratio':>6} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7} {'errors':>6} {'wrong':>5} "
-        f"{'pool hit/miss':>13} {'client CPU':>10}"
+        f"{'pool hit/miss':>13} {'client CPU':>10} {'server CPU ms/compl':>19}"
     )
     print(header)
     print("-" * len(header))
@@ -245,7 +249,8 @@ def main() -> None:
             f"{r['baseline']:>13.1f} "
             f"{r['throughput'] / r['baseline']:>5.2f}x {r['p50'] * 1e3:>8.2f} "
             f"{r['p99'] * 1e3:>8.2f} {r['p99'] / r['p50']:>7.1f} {r['errors']:>6} "
-            f"{r['wrong_verdicts']:>5} {hits:>6.0f}/{miss:<6.0f} {r['client_cpu']:>9.0%}"
+            f"{r['wrong_verdicts']:>5} {hits:>6.0f}/{miss:<6.0f} {r['client_cpu']:>9.0%} "
+            f"{r['server_cpu_ms']:>19.3f}"
         )
     print(
         "wrong: server verdicts that differ from the generator's ground truth; sequential "

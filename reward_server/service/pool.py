@@ -136,6 +136,9 @@ def stop_signals_blocked() -> Iterator[None]:
     multiprocessing's own resource tracker, which is started first here: its start unblocks
     these signals when it is done, and would lift the block before the forkserver started. A
     signal meanwhile waits, and reaches this process when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to signal
+        yield
+        return
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()
@@ -151,7 +154,8 @@ def ignore_stop_signals() -> None:
     when the server ends it, never of a signal sent to the whole group."""
     for stop in STOP_SIGNALS:
         signal.signal(stop, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:

@@ -300,6 +300,18 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) that ``pid`` and every live process below it have used."""
+    total = 0.0
+    for each in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie has exited)."""
     try:
