@@ -34,7 +34,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LEDGER = Path(tempfile.gettempdir()) / "gtpo-test-memory-ledger.json"
@@ -136,10 +136,13 @@ class GroupPeak:
     """The peak memory of one process group (a run started with `start_new_session`: its
     driver, Ray's processes and vLLM's engine cores), sampled every `POLL_S` seconds in a
     thread as the sum of the processes' proportional set sizes (PSS: a page shared by n
-    processes counts 1/n in each, so the sum is what the group holds)."""
+    processes counts 1/n in each, so the sum is what the group holds). With `marked`
+    (NAME, VALUE): every process whose environment holds NAME=VALUE instead, wherever it runs
+    (a documented run's actors live in its page's Ray head, another session)."""
 
-    def __init__(self, pgid: int) -> None:
+    def __init__(self, pgid: int, marked: tuple[str, str] | None = None) -> None:
         self.pgid = pgid
+        self.marked = None if marked is None else f"{marked[0]}={marked[1]}".encode()
         self.peak_gib = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -147,7 +150,12 @@ class GroupPeak:
 
     def _sample(self) -> None:
         while not self._stop.wait(POLL_S):
-            self.peak_gib = max(self.peak_gib, _group_pss_gib(self.pgid))
+            self.peak_gib = max(self.peak_gib, _pss_gib(self._ours))
+
+    def _ours(self, entry: Path) -> bool:
+        if self.marked is not None:
+            return self.marked in (entry / "environ").read_bytes().split(b"\0")
+        return int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == self.pgid
 
     def stop(self, need_gib: float, what: str) -> float:
         """Stop sampling; a peak above `need_gib` is written to `OVERRUNS`. Returns the peak."""
@@ -161,13 +169,14 @@ class GroupPeak:
         return self.peak_gib
 
 
-def _group_pss_gib(pgid: int) -> float:
+def _pss_gib(ours: Callable[[Path], bool]) -> float:
+    """The PSS of every process whose /proc entry `ours` accepts, together."""
     total_kib = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+            if not ours(entry):
                 continue
             for line in (entry / "smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):

@@ -158,3 +158,34 @@ def test_a_groups_peak_counts_every_process_of_it_and_an_overrun_is_written(
     )
     assert peak.stop(need_gib=1.0, what="again") == measured  # within its need: nothing written
     assert memory_gate.OVERRUNS.read_text().count("\n") == 1
+
+
+def test_a_marked_peak_counts_the_marked_processes_of_every_session(tmp_path, monkeypatch):
+    """A documented run's actors live in its page's Ray head, another session than the
+    launcher's: the peak counts every process carrying the page's mark, and no other."""
+    monkeypatch.setattr(memory_gate, "POLL_S", 0.05)
+    mark = ("GTPO_TEST_MARK", tmp_path.name)
+
+    def holder(mib: int, marked: bool) -> subprocess.Popen:
+        env = {**os.environ, **({mark[0]: mark[1]} if marked else {})}
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(mib)], stdout=subprocess.PIPE,
+            start_new_session=True, env=env,
+        )  # fmt: skip
+        assert proc.stdout.readline() == b"ready\n"
+        return proc
+
+    holders = []
+    try:
+        # Two sessions of 2 × 100 MiB marked; 2 × 400 MiB unmarked beside them.
+        holders = [holder(100, True), holder(100, True), holder(400, False)]
+        peak = memory_gate.GroupPeak(holders[0].pid, marked=mark)
+        deadline = time.monotonic() + 10  # a sampler thread a busy machine schedules late
+        while peak.peak_gib < 0.38 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        for proc in holders:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    measured = peak.stop(need_gib=1.0, what="marked")
+    assert 0.38 <= measured < 0.7  # 4 × 100 MiB and four interpreters; 1.2 GiB with the other

@@ -36,7 +36,14 @@ from pathlib import Path
 import failure_cause
 import memory_gate
 from documented import pages as docs
-from documented.substitutions import Context, Substituted, not_run, run_by_test, substitute
+from documented.substitutions import (
+    LAUNCHER,
+    Context,
+    Substituted,
+    not_run,
+    run_by_test,
+    substitute,
+)
 
 MARK = "GTPO_DOCS_SESSION"  # in every process a page starts: how the page's end finds them
 COMMAND_TIMEOUT = 1200
@@ -57,6 +64,7 @@ class Ran:
     seconds: float
     log: Path
     stage: str = ""
+    peak_gib: float | None = None  # a training run's measured peak (memory_gate.GroupPeak)
 
     @property
     def output(self) -> str:
@@ -233,9 +241,16 @@ class Session:
             return self._start_background(sub, env, wrap)
         started = time.monotonic()
         log = self.logs / f"{command.line}-{sub.argv[0].replace('/', '_')}.log"
-        with _memory_gate(sub.argv, command.where):
-            code = self._execute([*(wrap or []), *sub.argv], env, log, sub, check=False)
-        ran = Ran(sub, code, time.monotonic() - started, log, self.docs_run.stage)
+        need = _declared_gib(sub.argv)
+        # Its peak, beside what it declared: every process of the page while it runs (its
+        # actors live in the page's Ray head; the page's reward server counts too, as it does
+        # beside the other part's runs). Not for containers, which are no process of ours.
+        peaks: list[float] = []
+        peak = (need, command.where, peaks) if need and Path(sub.argv[0]).name == LAUNCHER else None
+        with _memory_gate(need, command.where):
+            code = self._execute([*(wrap or []), *sub.argv], env, log, sub, False, peak)
+        seconds = time.monotonic() - started
+        ran = Ran(sub, code, seconds, log, self.docs_run.stage, peaks[0] if peaks else None)
         self._record(ran, key)
         if code != 0:
             raise CommandFailed(
@@ -251,17 +266,25 @@ class Session:
             self.docs_run.ran[key] = ran
         self.docs_run.by_where[command.where] = ran
         changes = "; ".join(f"{k}: {c}" for k, c, _ in ran.sub.notes) or "as written"
-        self.docs_run.report.add(command.where, ran.stage, f"{ran.seconds:.0f} s", changes)
-        print(f"    ran in {ran.seconds:.0f} s, exit {ran.returncode}", flush=True)
+        took = f"{ran.seconds:.0f} s"
+        if ran.peak_gib is not None:
+            took += f", the page's processes {ran.peak_gib:.1f} GiB at its peak"
+        self.docs_run.report.add(command.where, ran.stage, took, changes)
+        print(f"    ran in {took}, exit {ran.returncode}", flush=True)
 
     def _execute(self, argv: list[str], env: dict[str, str], log: Path, sub: Substituted,
-                 check: bool = True) -> int:  # fmt: skip
+                 check: bool = True,
+                 peak: tuple[float, str, list[float]] | None = None) -> int:  # fmt: skip
+        """Run ``argv`` in its own session to its end; its exit status. ``peak``: (declared
+        GiB, what, a list to append the measured peak to), a peak above the declaration
+        listed at the slow stage's end (memory_gate.OVERRUNS)."""
         self._check_background()
         with log.open("a") as sink:
             proc = subprocess.Popen(
                 argv, cwd=self.workdir, env=env, stdout=sink, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
+            group = None if peak is None else memory_gate.GroupPeak(proc.pid, (MARK, self.id))
             try:
                 code = proc.wait(timeout=COMMAND_TIMEOUT)
             except subprocess.TimeoutExpired:
@@ -270,6 +293,10 @@ class Session:
                     f"{sub.command.where}: {' '.join(argv[:3])} did not end in "
                     f"{COMMAND_TIMEOUT} s\n{log.read_text()[-4000:]}"
                 ) from None
+            finally:
+                if group is not None and peak is not None:
+                    declared, what, peaks = peak
+                    peaks.append(group.stop(declared, what))
         if check and code != 0:
             raise CommandFailed(
                 f"{sub.command.where}: {' '.join(argv)} (run first) exited {code}: "
@@ -472,15 +499,22 @@ TRAINING_RUN_GIB = 9.0
 COMPOSE_DEMO_GIB = 3.0
 
 
-def _memory_gate(argv: list[str], where: str) -> contextlib.AbstractContextManager:
-    """A training command (`gtpo-openrlhf`, also through `ray job submit`; `docker compose up`)
-    starts when its peak fits beside the training runs of the slow stage's other part
-    (tests/memory_gate.py)."""
-    if any(Path(t).name == "gtpo-openrlhf" for t in argv) and "--dry-run" not in argv:
-        return memory_gate.admitted(TRAINING_RUN_GIB, where)
+def _declared_gib(argv: list[str]) -> float | None:
+    """The peak a command holds gigabytes for: a training command (`gtpo-openrlhf`, also
+    through `ray job submit`; `docker compose up`); None for any other."""
+    if any(Path(t).name == LAUNCHER for t in argv) and "--dry-run" not in argv:
+        return TRAINING_RUN_GIB
     if argv[:2] == ["docker", "compose"] and "up" in argv:
-        return memory_gate.admitted(COMPOSE_DEMO_GIB, where)
-    return contextlib.nullcontext()
+        return COMPOSE_DEMO_GIB
+    return None
+
+
+def _memory_gate(need_gib: float | None, where: str) -> contextlib.AbstractContextManager:
+    """A command that holds gigabytes (``_declared_gib``) starts when its peak fits beside the
+    training runs of the slow stage's other part (tests/memory_gate.py)."""
+    if need_gib is None:
+        return contextlib.nullcontext()
+    return memory_gate.admitted(need_gib, where)
 
 
 def _is_server(argv: list[str]) -> bool:

@@ -285,5 +285,5 @@ def test_runs_that_hold_gigabytes_wait_for_the_memory_gate(argv, need, monkeypat
 
     asked = []
     monkeypatch.setattr(runner.memory_gate, "admitted", lambda gib, what: asked.append(gib))
-    runner._memory_gate(argv, "page.md:1")
+    runner._memory_gate(runner._declared_gib(argv), "page.md:1")
     assert asked == ([] if need is None else [getattr(runner, need)])
