@@ -74,16 +74,18 @@ def _process_start(pid: int) -> str | None:
 @contextlib.contextmanager
 def _locked() -> Iterator[dict[str, list]]:
     """The ledger ({token: [pid, its start, need_gib, admitted_at]}, runs whose process ended
-    dropped), read and written back under an exclusive lock."""
-    with open(f"{LEDGER}.lock", "a") as lock:
+    dropped), read and written back under an exclusive lock. One ledger, read once: written
+    back to the path named later, it could overwrite another ledger without its lock."""
+    ledger = LEDGER
+    with open(f"{ledger}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            runs = json.loads(LEDGER.read_text()) if LEDGER.exists() else {}
+            runs = json.loads(ledger.read_text()) if ledger.exists() else {}
         except ValueError:
             runs = {}
         runs = {token: run for token, run in runs.items() if _process_start(run[0]) == run[1]}
         yield runs
-        LEDGER.write_text(json.dumps(runs))
+        ledger.write_text(json.dumps(runs))
 
 
 def short_by(need_gib: float, runs: dict[str, list], now: float) -> float:

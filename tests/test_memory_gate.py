@@ -16,6 +16,12 @@ TOTAL_GIB = 24.0
 FLOOR_GIB = (1 - memory_gate.RAY_KILLS_AT) * TOTAL_GIB + memory_gate.MARGIN_GIB  # 2.2
 
 
+# Runs started by a test in threads: each test's end waits for them (``machine``). One that
+# left its ledger only after the next test had set its own wrote the old ledger, empty, to the
+# next test's path, and a run the next test held in it was gone (seen once in a full run).
+_waiting: list[threading.Thread] = []
+
+
 @pytest.fixture
 def machine(tmp_path, monkeypatch):
     """A private ledger, fast polling, and MemAvailable set by the test."""
@@ -25,7 +31,9 @@ def machine(tmp_path, monkeypatch):
     monkeypatch.setattr(memory_gate, "BASELINE", tmp_path / "baseline")
     monkeypatch.setattr(memory_gate, "POLL_S", 0.01)
     monkeypatch.setattr(memory_gate, "_meminfo_gib", lambda: (TOTAL_GIB, state["available"]))
-    return state
+    yield state
+    while _waiting:
+        _waiting.pop().join(10.0)
 
 
 def _start_waiting(need: float, what: str) -> tuple[threading.Thread, threading.Event]:
@@ -37,6 +45,7 @@ def _start_waiting(need: float, what: str) -> tuple[threading.Thread, threading.
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
+    _waiting.append(thread)
     return thread, admitted
 
 
@@ -118,6 +127,18 @@ def test_runs_whose_peaks_could_meet_do_not_start_together(machine, monkeypatch)
         assert smaller.wait(5.0)
     thread.join(5.0)
     assert admitted.is_set()  # once the older one left
+
+
+def test_a_ledger_is_written_back_where_it_was_read(tmp_path, monkeypatch) -> None:
+    """A run leaving the ledger while the ledger's path changes (a test's thread ending after
+    the next test set its own) writes back to the ledger it read, under that ledger's lock."""
+    monkeypatch.setattr(memory_gate, "LEDGER", tmp_path / "read.json")
+    other = tmp_path / "other.json"
+    other.write_text('{"held": [1, "1", 7.0, 0.0]}')
+    with memory_gate._locked():
+        monkeypatch.setattr(memory_gate, "LEDGER", other)
+    assert json.loads((tmp_path / "read.json").read_text()) == {}
+    assert json.loads(other.read_text()) == {"held": [1, "1", 7.0, 0.0]}
 
 
 # A parent and its child, each touching MiB of its own, then waiting to be killed.
