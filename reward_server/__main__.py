@@ -14,7 +14,7 @@ import uvicorn
 
 from reward_server.service.app import SUPERVISOR_PID
 from reward_server.service.connections import LimitedHttpProtocol
-from reward_server.service.pool import TempDirTooLongError, check_socket_room
+from reward_server.service.pool import STOP_SIGNALS, TempDirTooLongError, check_socket_room
 from reward_server.service.settings import Settings
 from reward_server.service.uvicorn_internals import UvicornIncompatibleError, check_uvicorn
 
@@ -122,7 +122,7 @@ def _stop_with_status_0() -> None:
     def stopped(signum: int, frame: object) -> None:
         raise SystemExit(0)
 
-    for stop in (signal.SIGINT, signal.SIGTERM):
+    for stop in STOP_SIGNALS:
         signal.signal(stop, stopped)
 
 

@@ -28,7 +28,7 @@ from reward_server.service.middleware import (
     EchoRequestId,
     RequestMetrics,
 )
-from reward_server.service.pool import VerifierPool, die_with_parent
+from reward_server.service.pool import STOP_SIGNALS, VerifierPool, die_with_parent
 from reward_server.service.routes import (
     ROUTE_PATHS,
     Service,
@@ -143,7 +143,7 @@ def before_stop_signals(call: Callable[[], None]) -> Callable[[], None]:
     or the handler is not Python's."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    installed = {stop: signal.getsignal(stop) for stop in (signal.SIGTERM, signal.SIGINT)}
+    installed = {stop: signal.getsignal(stop) for stop in STOP_SIGNALS}
     for stop, handler in installed.items():
         if callable(handler):
 

@@ -110,7 +110,7 @@ CAUSE_QUEUE = "queue"
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
+def cpu_seconds(pid: int | None) -> float | None:
     """The CPU time a process has used (user and system), from ``/proc`` (Linux); None where
     it cannot be read (then a check past its net counts as stuck, the cautious reading)."""
     if pid is None:
@@ -787,7 +787,7 @@ class VerifierPool:
         loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
         started = time.perf_counter()
         look_at = deadline
-        cpu_seen = _cpu_seconds(worker.process.pid)
+        cpu_seen = cpu_seconds(worker.process.pid)
         try:
             while True:
                 try:
@@ -798,7 +798,7 @@ class VerifierPool:
                     )
                     break
                 except asyncio.TimeoutError:
-                    cpu = _cpu_seconds(worker.process.pid)
+                    cpu = cpu_seconds(worker.process.pid)
                     ran = time.perf_counter() - started
                     stuck = cpu is None or cpu_seen is None or cpu - cpu_seen < _MIN_PROGRESS_S
                     if stuck or ran > HANG_FACTOR * self._wall_timeout_s:

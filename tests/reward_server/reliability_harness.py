@@ -53,6 +53,7 @@ from typing import Any
 
 from gtpo.local_reward_server import free_port
 from reward_server.protocol import Reason
+from reward_server.service.pool import cpu_seconds
 
 PROMPT = "<|im_start|>user\nSolve the problem.<|im_end|>\n<|im_start|>assistant\n"
 END = "<|im_end|>"
@@ -302,14 +303,7 @@ def descendants(pid: int) -> list[int]:
 
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) that ``pid`` and every live process below it have used."""
-    total = 0.0
-    for each in [pid, *descendants(pid)]:
-        try:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # ended meanwhile
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    return sum(cpu_seconds(each) or 0.0 for each in [pid, *descendants(pid)])  # 0: ended
 
 
 def alive(pid: int) -> bool:
