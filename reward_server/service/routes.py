@@ -12,10 +12,10 @@ import json
 import logging
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ValidationError
@@ -97,7 +97,7 @@ def query_pairs(scope: Scope) -> list[tuple[str, str]]:
     return parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
 
 
-async def require_token(request: Request, svc: ServiceDep) -> None:
+def _require_token(request: Request, svc: Service) -> None:
     """Bearer-token auth when ``GTPO_RS_API_TOKEN`` is set (``token_accepted``)."""
     token = svc.settings.api_token
     if not token_accepted(request.scope, None if token is None else token.get_secret_value()):
@@ -106,6 +106,22 @@ async def require_token(request: Request, svc: ServiceDep) -> None:
             "missing or wrong API token: send 'Authorization: Bearer <token>' or ?token=",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+async def _accepted(request: Request, model: type[Body]) -> tuple[Service, Body]:
+    """What every scoring route starts with: the service, and the request's body parsed as
+    ``model`` once its token is accepted (a 401 before the body is read otherwise).
+
+    Called by the routes themselves, not declared as FastAPI dependencies: solving the four
+    dependencies this replaces (the service, the token, ``?format=``, the body) took 7 % of the
+    server's CPU per completion at concurrency 64 (benchmarks/reward_server_load.py). ``_post``
+    documents the body and ``?format=`` for OpenAPI instead."""
+    svc: Service = request.app.state.service
+    _require_token(request, svc)
+    return svc, await _parse_body(request, model)
 
 
 # The most colons (so keys) a body may hold for its keys to be checked for repeats.
@@ -179,20 +195,13 @@ def _parsed(body: bytes, model: type[BaseModel]) -> Any:
     return parsed
 
 
-async def chosen_format(
-    svc: ServiceDep,
-    name: Annotated[
-        str | None,
-        Query(
-            alias="format",
-            description="Response format of this request's completions (default: the server's "
-            "GTPO_RS_RESPONSE_FORMAT): "
-            + "; ".join(f"{f.name}: {f.summary}" for f in RESPONSE_FORMATS.values()),
-        ),
-    ] = None,
-) -> ResponseFormat:
+def chosen_format(request: Request, svc: Service) -> ResponseFormat:
     """``?format=think`` on a scoring route: one server serves runs of several formats, and
-    OpenRLHF's ``--reward.remote_url`` carries the choice in its URL."""
+    OpenRLHF's ``--reward.remote_url`` carries the choice in its URL. The last one counts when
+    it is given twice; without one, the server's (``GTPO_RS_RESPONSE_FORMAT``)."""
+    name = None
+    if request.scope.get("query_string"):
+        name = dict(query_pairs(request.scope)).get("format")
     if name is None:
         return svc.scorer.response_format
     try:
@@ -201,15 +210,16 @@ async def chosen_format(
         raise HTTPException(422, f"?format=: {exc}") from None
 
 
-FormatDep = Annotated[ResponseFormat, Depends(chosen_format)]
-
-
-async def read_request(request: Request) -> RewardRequest:
-    return await _parse_body(request, RewardRequest)
-
-
-async def read_pairs(request: Request) -> EquivalentRequest:
-    return await _parse_body(request, EquivalentRequest)
+# ``?format=`` as OpenAPI documents it (``chosen_format`` reads it).
+FORMAT_PARAMETER = {
+    "name": "format",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "enum": list(RESPONSE_FORMATS)},
+    "description": "Response format of this request's completions (default: the server's "
+    "GTPO_RS_RESPONSE_FORMAT): "
+    + "; ".join(f"{f.name}: {f.summary}" for f in RESPONSE_FORMATS.values()),
+}
 
 
 def _check_batch(n: int, settings: Settings) -> None:
@@ -270,19 +280,21 @@ def _self_contained_schema(model: type[BaseModel]) -> dict[str, Any]:
     return inline(schema)
 
 
-def _post(path: str, response_model: type[BaseModel], body: type[BaseModel]) -> Any:
-    """A token-protected POST route whose JSON body is parsed by hand (``_parse_body``), so
-    its schema is documented here for OpenAPI."""
+def _post(
+    path: str, response_model: type[BaseModel], body: type[BaseModel], *parameters: dict[str, Any]
+) -> Any:
+    """A token-protected POST route that reads its request itself (``_accepted``), so its
+    body's schema and its query ``parameters`` are documented here for OpenAPI."""
     return router.post(
         path,
         response_model=response_model,
-        dependencies=[Depends(require_token)],
         responses={code: {"model": ErrorResponse} for code in (401, 413, 422, 503)},
         openapi_extra={
+            **({"parameters": list(parameters)} if parameters else {}),
             "requestBody": {
                 "required": True,
                 "content": {"application/json": {"schema": _self_contained_schema(body)}},
-            }
+            },
         },
     )
 
@@ -355,16 +367,12 @@ def _excerpt(text: str, chars: int = 60) -> str:
     return f"{text[:chars]}…{text[-chars:]}"
 
 
-@_post("/get_reward", RewardResponse, RewardRequest)
-async def get_reward(
-    body: Annotated[RewardRequest, Depends(read_request)],
-    svc: ServiceDep,
-    fmt: FormatDep,
-    request: Request,
-) -> RewardResponse:
+@_post("/get_reward", RewardResponse, RewardRequest, FORMAT_PARAMETER)
+async def get_reward(request: Request) -> RewardResponse:
     """OpenRLHF's remote reward protocol: total reward = format (0..10) + accuracy (0/10);
     ``scores`` is the accuracy as 1 or 0 (what OpenRLHF's dynamic filtering reads)."""
-    items = await _score_counted(body, svc, fmt, request)
+    svc, body = await _accepted(request, RewardRequest)
+    items = await _score_counted(body, svc, chosen_format(request, svc), request)
     return RewardResponse(
         rewards=[it.reward for it in items],
         scores=[accuracy_score(it.accuracy_score) for it in items],
@@ -375,23 +383,19 @@ async def get_reward(
     )
 
 
-@_post("/v1/score", ScoreResponse, RewardRequest)
-async def score(
-    body: Annotated[RewardRequest, Depends(read_request)],
-    svc: ServiceDep,
-    fmt: FormatDep,
-    request: Request,
-) -> ScoreResponse:
+@_post("/v1/score", ScoreResponse, RewardRequest, FORMAT_PARAMETER)
+async def score(request: Request) -> ScoreResponse:
     """Same scoring as /get_reward with the full verdict of every item."""
+    svc, body = await _accepted(request, RewardRequest)
+    fmt = chosen_format(request, svc)
     return ScoreResponse(results=await _score_counted(body, svc, fmt, request))
 
 
 @_post("/v1/equivalent", EquivalentResponse, EquivalentRequest)
-async def equivalent(
-    body: Annotated[EquivalentRequest, Depends(read_pairs)], svc: ServiceDep, request: Request
-) -> EquivalentResponse:
+async def equivalent(request: Request) -> EquivalentResponse:
     """Answer/reference pairs in, verdicts out: the checker behind the accuracy reward, with
     the same answer policy, cost guard and deadline (what ``gtpo eval`` groups maj@k by)."""
+    svc, body = await _accepted(request, EquivalentRequest)
     _check_batch(len(body.pairs), svc.settings)
     pairs = [(p.answer, p.reference) for p in body.pairs]
     verdicts = await svc.scorer.equivalent_batch(pairs, client=client_of(request))

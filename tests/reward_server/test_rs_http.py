@@ -14,6 +14,8 @@ import httpx
 import pytest
 from reliability_harness import HANG  # the servers' hang hook (see conftest.py)
 
+from reward_server.protocol import RESPONSE_FORMATS
+
 R = "<reasoning>\nwork\n</reasoning>\n"
 PROMPT = "<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -168,6 +170,24 @@ def test_unknown_format_is_a_422_naming_the_valid_ones(server, route: str) -> No
     assert r.status_code == 422
     detail = r.json()["detail"]
     assert "'xml'" in detail and "paper, think, boxed" in detail and "\n" not in detail
+
+
+def test_the_format_parameter_is_read_as_decoded_and_documented_with_its_values(server) -> None:
+    """The scoring routes read ``?format=`` themselves (routes.chosen_format): spelled with an
+    escape it is the same parameter, and OpenAPI still lists it on both scoring routes with
+    every format a client may send."""
+    body = {"query": [THINK_CASES[0][0] + THINK_CASES[0][1]], "prompts": [THINK_CASES[0][0]],
+            "labels": [THINK_CASES[0][2]]}  # fmt: skip
+    escaped = post(server, "/get_reward?%66ormat=think", body).json()
+    assert escaped == post(server, "/get_reward?format=think", body).json()
+    assert escaped != post(server, "/get_reward", body).json()
+    assert post(server, "/get_reward?format=paper&format=think", body).json() == escaped
+    spec = httpx.get(server.url + "/openapi.json").json()
+    for route in ("/get_reward", "/v1/score"):
+        (parameter,) = spec["paths"][route]["post"]["parameters"]
+        assert parameter["name"] == "format" and parameter["in"] == "query"
+        assert parameter["schema"]["enum"] == list(RESPONSE_FORMATS)
+    assert "parameters" not in spec["paths"]["/v1/equivalent"]["post"]
 
 
 def test_response_format_setting_is_the_default(make_server) -> None:
