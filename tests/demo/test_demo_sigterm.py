@@ -26,7 +26,7 @@ def test_sigterm_ends_the_demo_and_its_reward_server(tmp_path):
         while not helpers:  # the reward server and its workers, once started
             assert demo.poll() is None and time.monotonic() < deadline, "no reward server seen"
             children = psutil.Process(demo.pid).children(recursive=True)
-            helpers = [c for c in children if "reward_server" in " ".join(c.cmdline())]
+            helpers = [c for c in children if "reward_server" in _command_line(c)]
             time.sleep(0.2)
         time.sleep(1.0)  # let it spawn its workers too
         helpers = psutil.Process(demo.pid).children(recursive=True)
@@ -38,5 +38,14 @@ def test_sigterm_ends_the_demo_and_its_reward_server(tmp_path):
         if demo.poll() is None:
             demo.kill()
         for child in psutil.Process().children(recursive=True):
-            if child.pid != demo.pid and "reward_server" in " ".join(child.cmdline()):
+            if child.pid != demo.pid and "reward_server" in _command_line(child):
                 child.kill()
+
+
+def _command_line(process: psutil.Process) -> str:
+    """``process``'s command line; empty once it has ended (a zombie not yet reaped by its
+    parent, another test's process too, has none to read)."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""

@@ -543,6 +543,18 @@ def test_the_token_comes_from_the_header_when_there_is_one(
     assert reply.status_code == status, reply.text
 
 
+def test_every_post_route_refuses_a_request_without_the_token(secured_server) -> None:
+    """The scoring routes check the token themselves (routes._accepted), not through a
+    dependency the router adds: every POST route the server serves, a new one too, is asked."""
+    from reward_server.service.routes import router
+
+    posts = sorted(r.path for r in router.routes if "POST" in getattr(r, "methods", ()))
+    assert {"/get_reward", "/v1/score", "/v1/equivalent"} <= set(posts)
+    for path in posts:
+        reply = httpx.post(secured_server.url + path, json={"pairs": [], "query": [], "labels": []})
+        assert reply.status_code == 401, (path, reply.text)
+
+
 @pytest.mark.parametrize(
     "raw",
     [
