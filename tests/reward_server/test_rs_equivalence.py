@@ -245,10 +245,10 @@ def test_numbers_are_decided_without_sympy() -> None:
     ],
 )
 def test_oversized_answers_are_rejected_quickly(answer: str, reason: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     verdict = equivalent_inline(answer, "1")
     assert (verdict.equal, verdict.reason) == (False, reason)
-    assert time.perf_counter() - start < 0.1
+    assert time.process_time() - start < 0.1
 
 
 def test_untrusted_code_is_never_evaluated(tmp_path) -> None:

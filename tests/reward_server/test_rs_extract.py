@@ -110,10 +110,10 @@ def test_no_answer_block(response: str) -> None:
 
 def test_answer_block_is_linear_on_many_unclosed_tags() -> None:
     evil = "<answer>" * 200_000 + "</answer>"
-    start = time.perf_counter()
+    start = time.process_time()
     assert answer_block(evil) == ""
     assert answer_block("<answer>" * 200_000) is None
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 @pytest.mark.parametrize(

@@ -74,11 +74,11 @@ def test_strict_mode(response: str, lenient: float, strict: float) -> None:
 
 
 def test_format_is_linear_on_adversarial_tag_floods() -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     assert score_format("<reasoning>" * 200_000).score == 0.0
     assert score_format("<reasoning>" * 100_000 + "</answer>" * 100_000).score == 0.0
     assert score_format("<answer>" * 200_000 + "</answer>").score == 1.0
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def _score(settings: Settings, response: str, label: object) -> tuple[float, float, str]:
@@ -140,9 +140,9 @@ def test_overlong_text_after_the_block_with_values_is_not_read() -> None:
     s = Settings(verify_workers=1, max_answer_chars=50)
     assert _score(s, R + A + " So 5. " + "x" * 60, "5") == (1.5, 0.0, Reason.ANSWER_NOT_LAST)
     assert _score(s, R + A + " Thanks! " + "x" * 60, "5") == (1.5, 10.0, Reason.EQUIVALENT)
-    start = time.perf_counter()  # a long tail is looked at once, never tokenised
+    start = time.process_time()  # a long tail is looked at once, never tokenised
     assert _score(Settings(verify_workers=1), R + A + " ok" * 100_000, "5")[1] == 10.0
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 @pytest.mark.parametrize(
@@ -271,10 +271,12 @@ def test_accuracy_in_every_format(
 
 
 def test_think_and_boxed_formats_are_linear_on_floods() -> None:
-    start = time.perf_counter()
+    # CPU seconds, as in every bound of this kind: the wall clock also counts the waits for a
+    # CPU (2.6 s beside two CPU-bound processes, against a 2 s bound)
+    start = time.process_time()
     flood = "<answer>1</answer>\\boxed{2}" * 20_000
     assert parse(T + flood, THINK).format.reason == "several_answers"
     assert parse("<think>" * 100_000 + "</think>" * 100_000, THINK).format.score == 1.0
     assert parse("\\boxed{" * 100_000, BOXED).format.score == 0.0
     assert parse("\\boxed{1}, " * 20_000 + "\\boxed{1}", BOXED).format.score == 10.0  # a list
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
