@@ -5,12 +5,11 @@ Each lane runs its parts one after the other; a part also waits for the parts it
 in fixed phases of two parts each (67 minutes measured), one core waited at each phase's end
 for the slower part.
 
-    lane 1                          lane 2
-    "alone"                         (waits for "alone")
-    "real-model"                    "server"
-    "fit"                           (waits for "real-model") "docs"
-    (waits for "beside-fit") "trl"  "beside-fit"
-                                    (waits for "fit") "docker" (with --with-docker)
+    lane 1          lane 2
+    "alone"         (waits for "alone")
+    "real-model"    "server"
+    "fit"           (waits for "real-model") "docs"
+    "trl"           (waits for "fit") "docker" (with --with-docker)
 
 - "alone": the real model's quick demo (tests/demo/test_demo_real_model.py): it is CPU-bound
   on both cores for 8-10 minutes, and beside a training run it took four times as long. Its
@@ -34,10 +33,6 @@ for the slower part.
   processes, `gtpo eval` through vLLM). Each holds one training run at a time, 5-9 GiB at its
   peak; two peaks beside both pytest processes filled the machine once (Ray killed a worker),
   so every training run starts when its peak fits (tests/memory_gate.py).
-- "beside-fit": three fit() runs of tests/openrlhf/test_orl_fit.py that mostly wait (a reward
-  server down for 10 s, one of two killed, one that stays down) and `gtpo eval` through vLLM,
-  after the docs: they were in "fit", and lane 2 idled 6.2 minutes for it to end. Their runs
-  are behind the memory gate like fit()'s; "trl" waits for them as it waits for "fit".
 - "docker" (`--with-docker`, as CI runs it; `make test-docker` alone otherwise): the images
   and the Compose stack (tests/docker, `pytest -m docker`), beside "trl", after "fit": they
   took CI's third stage, after the whole slow stage. Started after the docs instead, beside
@@ -82,16 +77,7 @@ REWARD_SERVER = [f"--ignore={OWN_LOAD}", "tests/reward_server"]
 TRL = ["tests/trl/test_trl_real_model.py", "tests/trl/test_trl_vllm.py"]
 DOCS = ["tests/documented/test_documented_pages.py"]
 DOCKER = ["tests/docker"]
-# fit() runs that mostly wait (for a reward server that is down) and `gtpo eval` through vLLM,
-# which ran in "fit": lane 2 runs them once the docs are done, where it idled 6.2 minutes until
-# fit() ended (docs ended at 41.9 minutes, fit at 48.0, in a full run; these took 3.0 of fit's).
-BESIDE_FIT = [
-    "tests/openrlhf/test_orl_fit.py::test_reward_server_outage_of_10s_is_ridden_out",
-    "tests/openrlhf/test_orl_fit.py::test_two_reward_servers_share_the_load_and_one_can_die",
-    "tests/openrlhf/test_orl_fit.py::test_reward_server_that_stays_down_stops_the_run",
-    "tests/eval/test_eval_vllm.py",
-]
-OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *TRL, *DOCS, *BESIDE_FIT]
+OWN_PART = [*ALONE, *REAL_MODEL, "tests/reward_server", *TRL, *DOCS]
 
 
 # pytest-timeout for the tests that set none: a training run may wait for memory (tests/
@@ -119,21 +105,17 @@ def lanes(extra: list[str], docker: bool = False) -> list[list[Part]]:
     """The two lanes' parts, in order. "fit" takes every slow suite no other part names, so a
     new one runs without being listed here; "docker" (`make test-docker`'s suites) only when
     asked for."""
-    everything_else = [
-        *(f"--deselect={path}" if "::" in path else f"--ignore={path}" for path in OWN_PART),
-        "tests",
-    ]
+    everything_else = [*(f"--ignore={path}" for path in OWN_PART), "tests"]
     return [
         [
             Part("alone", _pytest(extra, ALONE)),
             Part("real-model", _pytest(extra, REAL_MODEL)),
             Part("fit", _pytest(extra, everything_else)),
-            Part("trl", _pytest(extra, TRL), after=("beside-fit",)),
+            Part("trl", _pytest(extra, TRL)),
         ],
         [
             Part("server", _pytest(extra, REWARD_SERVER), after=("alone",)),
             Part("docs", _pytest(extra, DOCS), {RUN_BY_TESTS_ENV: "1"}, after=("real-model",)),
-            Part("beside-fit", _pytest(extra, BESIDE_FIT)),
             *([Part("docker", _pytest(extra, DOCKER, "docker"), after=("fit",))] if docker else []),
         ],
     ]

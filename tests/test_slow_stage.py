@@ -32,7 +32,7 @@ def test_trl_and_the_real_model_never_run_beside_a_training_part(docker):
     """TRL trains in its pytest process, outside the memory gate; the real model's two ranks
     fill the machine beside any other training run (the module's docstring)."""
     lanes = slow_stage.lanes([], docker)
-    assert _ends_before("fit", "trl", lanes) and _ends_before("beside-fit", "trl", lanes)
+    assert _ends_before("fit", "trl", lanes)
     for training in ("fit", "docs", "trl"):
         assert _ends_before("real-model", training, lanes)
     for part in ("real-model", "server", "fit", "docs", "trl"):
@@ -59,17 +59,3 @@ def test_with_docker_is_not_passed_to_pytest(monkeypatch):
     argv = [arg for lane in seen for part in lane for arg in part.argv]
     assert "--with-docker" not in argv and "-x" in argv
     assert "docker" in {part.name for lane in seen for part in lane}
-
-
-def test_the_tests_run_beside_fit_exist_and_the_fit_part_leaves_them_out():
-    """A test moved to "beside-fit" by name runs there once: "fit" leaves it out, and a renamed
-    one fails here rather than run in neither part (pytest deselects an unknown name silently)."""
-    lanes = slow_stage.lanes([])
-    parts = {part.name: part for lane in lanes for part in lane}
-    for path in slow_stage.BESIDE_FIT:
-        file, _, name = path.partition("::")
-        source = (slow_stage.ROOT / file).read_text()
-        assert not name or f"\ndef {name}(" in source, f"{path}: no such test"
-        left_out = f"--deselect={path}" if name else f"--ignore={path}"
-        assert left_out in parts["fit"].argv and path in parts["beside-fit"].argv
-    assert _ends_before("docs", "beside-fit", lanes)
