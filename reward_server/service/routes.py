@@ -116,9 +116,9 @@ async def _accepted(request: Request, model: type[Body]) -> tuple[Service, Body]
     ``model`` once its token is accepted (a 401 before the body is read otherwise).
 
     Called by the routes themselves, not declared as FastAPI dependencies: solving the four
-    dependencies this replaces (the service, the token, ``?format=``, the body) took 7 % of the
-    server's CPU per completion at concurrency 64 (benchmarks/reward_server_load.py). ``_post``
-    documents the body and ``?format=`` for OpenAPI instead."""
+    dependencies this replaces (the service, the token, ``?format=``, the body) cost 5-8 % of
+    the server's CPU per completion at concurrency 64 (benchmarks/reward_server_load.py, three
+    side-by-side runs). ``_post`` documents the body and ``?format=`` for OpenAPI instead."""
     svc: Service = request.app.state.service
     _require_token(request, svc)
     return svc, await _parse_body(request, model)
