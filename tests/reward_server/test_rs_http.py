@@ -15,6 +15,7 @@ import pytest
 from reliability_harness import HANG  # the servers' hang hook (see conftest.py)
 
 from reward_server.protocol import RESPONSE_FORMATS
+from reward_server.service.routes import router
 
 R = "<reasoning>\nwork\n</reasoning>\n"
 PROMPT = "<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n"
@@ -546,8 +547,6 @@ def test_the_token_comes_from_the_header_when_there_is_one(
 def test_every_post_route_refuses_a_request_without_the_token(secured_server) -> None:
     """The scoring routes check the token themselves (routes._accepted), not through a
     dependency the router adds: every POST route the server serves, a new one too, is asked."""
-    from reward_server.service.routes import router
-
     posts = sorted(r.path for r in router.routes if "POST" in getattr(r, "methods", ()))
     assert {"/get_reward", "/v1/score", "/v1/equivalent"} <= set(posts)
     for path in posts:
