@@ -66,6 +66,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import memory_gate  # noqa: E402
+from cpu_ledger import PART_ENV, CpuLedger  # noqa: E402
 from documented.substitutions import RUN_BY_TESTS_ENV  # noqa: E402
 
 MARKS = "slow and not docker"
@@ -143,7 +144,7 @@ def _run(part: Part, lock: threading.Lock, failures: list[str]) -> int:
     proc = subprocess.Popen(
         [*part.argv, f"--basetemp={base}"], cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **part.env},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", PART_ENV: part.name, **part.env},
     )  # fmt: skip
     _relay(part.name, proc, lock, failures)
     return proc.wait()
@@ -203,6 +204,7 @@ def main(argv: list[str]) -> int:
     done = {name: threading.Event() for name in every_part}
     ended: dict[str, Ended] = {}
     started = time.monotonic()
+    ledger = CpuLedger().start()
     threads = [
         threading.Thread(target=_run_lane, args=(lane, only, done, ended, lock, failures, started))
         for lane in every_lane
@@ -212,6 +214,7 @@ def main(argv: list[str]) -> int:
     for thread in threads:
         thread.join()
     total = time.monotonic() - started
+    ledger.stop()
     print(f"\n== the slow stage: {total / 60:.1f} min in all")
     for lane_number, lane in enumerate(every_lane, 1):
         for part in lane:
@@ -230,6 +233,8 @@ def main(argv: list[str]) -> int:
         print(f"   {title}: {len(lines)}")
         for line in lines:
             print(f"     {line}")
+    for line in ledger.report(total):
+        print(f"   {line}")
     print(f"   tests that did not pass: {len(failures)}")
     for failure in failures:
         print(f"     {failure}")

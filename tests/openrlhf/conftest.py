@@ -36,6 +36,12 @@ for _path in STANDIN_PATHS:
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
+from fit_harness import RAY_WORKER_PRIORITY  # noqa: E402
+
+# The Ray clusters of this process (`ray_cluster`) start their workers at the machine's normal
+# priority, as every fit() run does (fit_harness.RAY_WORKER_PRIORITY says why).
+os.environ.update(RAY_WORKER_PRIORITY)
+
 # Minimal valid command line for train_ppo_ray under GTPO (OpenRLHF's own defaults otherwise).
 BASE_ARGV = [
     "--actor.model_name_or_path",

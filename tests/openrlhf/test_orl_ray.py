@@ -8,6 +8,7 @@ group_norm) driven by GTPO's experience maker gets each completion's entropy fro
 
 from __future__ import annotations
 
+import os
 import sys
 from types import SimpleNamespace
 
@@ -192,3 +193,15 @@ def test_trainer_worker_runs_gtpo_trainer(ray_cluster, openrlhf_args, tmp_path):
     assert report[2] == 0.1
     assert report[3] == 8 * 4 // 32  # OpenRLHF's own dataset set-up ran on the worker
     ray_cluster.kill(trainer)
+
+
+def test_the_clusters_workers_run_at_the_tests_own_priority(ray_cluster):
+    """Ray starts its workers at niceness 15 unless told otherwise: beside any other CPU-bound
+    process on the machine, the actors of these tests and of every fit() run then wait for a
+    core (fit_harness.RAY_WORKER_PRIORITY)."""
+
+    @ray.remote
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get(niceness.remote()) == os.nice(0)
