@@ -43,7 +43,9 @@ for the slower part.
 Each pytest process has its own temporary folder. Their output is interleaved line by line,
 each line prefixed with its part, as it comes (a run cut short by CI's time limit still shows
 where it was); each process ends with its slowest tests, then this prints every part's start
-and time and, last, every failed test's summary line: a CI report that keeps only the end of
+and time, the CPU each part's processes used and the machine's busy share minute by minute
+(tests/cpu_ledger.py: a stage bound by CPU shows near 100 % throughout, one that waits shows
+its gaps) and, last, every failed test's summary line: a CI report that keeps only the end of
 the output still names what failed. The exit status is the first failing part's, else 0.
 
     python tests/slow_stage.py [PYTEST ARGS...]        # extra arguments go to every part
