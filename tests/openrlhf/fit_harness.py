@@ -526,16 +526,8 @@ def end_process_group(proc: subprocess.Popen) -> None:
 VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
 
 
-# Ray starts its workers at niceness 15 (its worker_niceness): beside any other CPU-bound
-# process they got 3-4 % of a core, and a run beside the other slow part's commands, or the
-# default stage beside two busy processes (16.4 minutes instead of 9.4), waited for CPU. The
-# tests' Ray workers run at the machine's normal priority (tests/openrlhf/conftest.py sets it for
-# the pytest process's own clusters).
-RAY_WORKER_PRIORITY = {"RAY_worker_niceness": "0"}
-
 # Environment of the driver and every Ray worker.
 WORKER_ENV = {
-    **RAY_WORKER_PRIORITY,
     "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo, CPU Adam
     "GLOO_SOCKET_IFNAME": "lo",  # every collective stays on loopback
     "TOKENIZERS_PARALLELISM": "false",

@@ -197,8 +197,8 @@ def test_trainer_worker_runs_gtpo_trainer(ray_cluster, openrlhf_args, tmp_path):
 
 def test_the_clusters_workers_run_at_the_tests_own_priority(ray_cluster):
     """Ray starts its workers at niceness 15 unless told otherwise: beside any other CPU-bound
-    process on the machine, the actors of these tests and of every fit() run then wait for a
-    core (fit_harness.RAY_WORKER_PRIORITY)."""
+    process on the machine, these tests' actors then wait for a core (tests/openrlhf/
+    conftest.py, ray_cluster)."""
 
     @ray.remote
     def niceness() -> int:

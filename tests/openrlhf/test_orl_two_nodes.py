@@ -213,12 +213,7 @@ def _fit_environment(capture: Path) -> dict[str, str]:
 
 # fit_harness.WORKER_ENV without its loopback settings (GLOO_SOCKET_IFNAME=lo and Ray's
 # single-node switch).
-FIT_WORKER_ENV = (
-    "DS_ACCELERATOR",
-    "TOKENIZERS_PARALLELISM",
-    "OMP_NUM_THREADS",
-    "RAY_worker_niceness",
-)
+FIT_WORKER_ENV = ("DS_ACCELERATOR", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS")
 
 
 # Every actor the cluster has run, dead ones included, from the GCS's actor table (the log
