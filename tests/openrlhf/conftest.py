@@ -139,7 +139,7 @@ def ray_cluster() -> Iterator[Any]:
         paths.append(os.environ["PYTHONPATH"])
     # Its workers at the machine's normal priority: Ray starts them at niceness 15 (its
     # worker_niceness, read by the raylet ray.init starts), and beside two CPU-bound processes
-    # they got 3-4 % of a core; the default stage beside two such processes took 985 s, 565 s
+    # they got 3-4 % of a core; the default stage beside two such processes took 985 s, 633 s
     # with this. The slow stage's fit() runs keep Ray's default: with it set for them too, the
     # slow stage took 61.3 minutes against 57.9-58.9 in the two runs before (one run each).
     niceness = os.environ.get(WORKER_NICENESS)
