@@ -124,9 +124,6 @@ def base_argv() -> list[str]:
     return list(BASE_ARGV)
 
 
-WORKER_NICENESS = "RAY_worker_niceness"
-
-
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
     """A real local Ray cluster on CPU, on loopback, whose workers see the stand-ins too.
@@ -142,9 +139,8 @@ def ray_cluster() -> Iterator[Any]:
     # they got 3-4 % of a core; the default stage beside two such processes took 985 s, 633 s
     # with this. The slow stage's fit() runs keep Ray's default: with it set for them too, the
     # slow stage took 61.3 minutes against 57.9-58.9 in the two runs before (one run each).
-    niceness = os.environ.get(WORKER_NICENESS)
-    os.environ[WORKER_NICENESS] = "0"
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_worker_niceness", "0")
         ray.init(
             num_cpus=2,
             include_dashboard=False,
@@ -152,11 +148,6 @@ def ray_cluster() -> Iterator[Any]:
             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
             log_to_driver=False,
         )
-    finally:
-        if niceness is None:
-            os.environ.pop(WORKER_NICENESS)
-        else:
-            os.environ[WORKER_NICENESS] = niceness
     try:
         yield ray
     finally:
