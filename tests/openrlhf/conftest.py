@@ -154,10 +154,11 @@ def ray_cluster() -> Iterator[Any]:
         ray.shutdown()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fixture_files(tmp_path_factory):
-    """The toy fit() files (tiny Llama, tokenizer, prompts) of fit_harness, one per module;
-    test_orl_real_model.py overrides it with the real model's."""
+    """The toy fit() files (tiny Llama, tokenizer, prompts) of fit_harness, built once per
+    pytest process (its warm start took about 30 s of CPU, once for each module that used it;
+    no test writes to them); the real-model modules override it with the real model's."""
     from fit_harness import build_fixture
 
     return build_fixture(tmp_path_factory.mktemp("fit-fixture"))

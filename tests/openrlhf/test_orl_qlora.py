@@ -12,13 +12,25 @@ with gradient checkpointing as the paper recipe has it, on vLLM 0.29's CPU build
 tests/standins/bnb_cpu_layout.py). After every sync the test reads back what vLLM holds and
 recomputes what it should hold from the trainer's raw state, without bitsandbytes or peft: each
 NF4 base dequantized from its bytes (tests/openrlhf/nf4_reference.py) plus B·A·α/r. Then vLLM's
-greedy continuations of several prompts, generated right after the sync, are compared with
-transformers' on those recomputed weights.
+greedy continuations of several prompts, generated right after the sync through its prefix
+cache, are compared with transformers' on those recomputed weights.
+
+The run also carries what a plain LoRA run on the real engine checked (it had a run of its own,
+the same model and sizes, until one run did for both: a real-model fit() start is about three
+minutes of the slow stage): vLLM holds exactly what each sync sent, under its own names, no
+adapter tensor among them; the prefix cache (`--vllm.enable_prefix_caching`) is reset before
+each sync's weights, or the greedy continuations would come from the previous weights; and the
+model's `generation_config` lists a second stop id, `<|im_end|>` (the end of a turn and the pad
+token) beside the tokenizer's eos `<|endoftext|>`, Llama-3-Instruct's and Qwen's arrangement:
+vLLM stops on either, and a completion that ends on `<|im_end|>` is trained to that end. LoRA's
+merge on a bf16 base, the one step a 4-bit base does differently, is checked in the default
+stage (test_orl_lora.py) and runs on the real engine in recipes/lora.md's documented run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -33,7 +45,17 @@ pytest.importorskip("bitsandbytes")
 
 import float32_on_cpu  # noqa: E402  (tests/standins)
 import torch  # noqa: E402
-from fit_harness import build_real_fixture, real_model_argv, run_fit, with_flags  # noqa: E402
+from fit_harness import (  # noqa: E402
+    Fixture,
+    build_real_fixture,
+    check_engines_hold_what_was_sent,
+    check_factors,
+    completions_of,
+    paper_terms,
+    real_model_argv,
+    run_fit,
+    with_flags,
+)
 from nf4_reference import bf16_rounding_ratio, lora_layers, merged_weights  # noqa: E402
 from real_model_task import G  # noqa: E402
 
@@ -58,11 +80,32 @@ GREEDY_TOKENS = 24
 # vLLM's tokens is also transformers' top token (0.965-0.993 there, 0.83-0.85 on the control).
 GREEDY_MEAN_GAP_OF_CONTROL = 0.25
 GREEDY_TOP_SHARE = 0.9
+END_OF_TURN = "<|im_end|>"
+TOKENIZER_EOS = "<|endoftext|>"
 
 
 @pytest.fixture(scope="module")
 def fixture_files(real_model, tmp_path_factory):
     return build_real_fixture(tmp_path_factory.mktemp("real-fixture"), real_model.path, 16)
+
+
+def second_stop_id_model(fixture: Fixture, out) -> Fixture:
+    """`fixture`'s model (weights linked) whose tokenizer's eos is <|endoftext|> and whose
+    generation config stops on <|endoftext|> and <|im_end|>."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    out.mkdir(parents=True, exist_ok=True)
+    for item in fixture.model.iterdir():
+        if item.name.startswith(("tokenizer", "generation_config")):
+            continue
+        os.symlink(item.resolve(), out / item.name)
+    tokenizer = AutoTokenizer.from_pretrained(fixture.model)
+    tokenizer.eos_token = TOKENIZER_EOS
+    tokenizer.save_pretrained(out)
+    stops = [tokenizer.convert_tokens_to_ids(t) for t in (TOKENIZER_EOS, END_OF_TURN)]
+    GenerationConfig(eos_token_id=stops, pad_token_id=tokenizer.pad_token_id).save_pretrained(out)
+    assert tokenizer.pad_token == END_OF_TURN  # the second stop id is also the padding
+    return Fixture(out, fixture.prompts)
 
 
 def greedy_prompts(fixture) -> list[list[int]]:
@@ -85,8 +128,9 @@ def qlora(fixture_files, reward_server, tmp_path_factory):
         # The harness's float32 stand-in cannot help: OpenRLHF computes 4-bit layers in bf16.
         pytest.skip("QLoRA computes in bf16, ~70x slower on a CPU without bf16 units")
     out = tmp_path_factory.mktemp("qlora")
+    model = second_stop_id_model(fixture_files, out / "model")
     argv = with_flags(
-        real_model_argv(fixture_files, reward_server.url, out),
+        real_model_argv(model, reward_server.url, out),
         {
             "--data.max_samples": str(STEPS * PROMPTS_PER_STEP),
             "--rollout.batch_size": str(PROMPTS_PER_STEP),
@@ -105,7 +149,7 @@ def qlora(fixture_files, reward_server, tmp_path_factory):
     }
     # Gradient checkpointing as the paper recipe has it: the recomputed forward runs through
     # bitsandbytes' 4-bit matmul with autograd.
-    argv = [*argv, *QLORA, "--actor.gradient_checkpointing_enable"]
+    argv = [*argv, *QLORA, "--actor.gradient_checkpointing_enable", "--vllm.enable_prefix_caching"]
     run = run_fit(argv, out, timeout=840, engine="vllm", env=env, memory_gib=QLORA_RUN_GIB)
     assert run.returncode == 0, run.failure()
     run.model, run.prompts = fixture_files.model, prompts
@@ -256,3 +300,26 @@ def test_every_generation_samples_the_trainers_4bit_model(qlora):
     assert len(syncs_then) == (2 + STEPS * PROMPTS_PER_STEP) * G
     # H_ini's and step 1's rollouts after the start-up sync, step 2's after step 1's sync.
     assert sorted(set(syncs_then)) == list(range(1, STEPS + 1)), sorted(set(syncs_then))
+
+
+def test_the_engine_holds_exactly_what_each_sync_sent_under_its_own_names(qlora):
+    """What GTPO's sync sent (the dequantized base plus B·A·α/r, under the base names) is what
+    vLLM's load_weights put in its stacked qkv_proj / gate_up_proj, bit for bit, after the
+    start-up sync and each step's; no adapter or 4-bit tensor was sent."""
+    check_engines_hold_what_was_sent(qlora, engines=1, steps=1 + STEPS)
+    sent = qlora.trainer_weights()[0]
+    assert not [n for n in sent if "lora_" in n or "base_layer" in n]
+
+
+def test_a_completion_ending_on_the_second_stop_id_is_trained_to_that_end(qlora):
+    """Completions end on <|im_end|> although the tokenizer's eos is <|endoftext|>: the token
+    is the last trained one (not padding, although it is the pad token too), and λ on every
+    token, the backward run from that end included, is the paper's (Eq. 5)."""
+    from transformers import AutoTokenizer
+
+    end = AutoTokenizer.from_pretrained(qlora.model).convert_tokens_to_ids(END_OF_TURN)
+    ended = 0
+    for record in qlora.experiences():
+        check_factors(record, paper_terms(record, G, record["h_ini"]))
+        ended += sum(row["tokens"][-1] == end for row in completions_of(record).values())
+    assert ended > 0

@@ -1,6 +1,6 @@
 """OpenRLHF settings GRPO users turn on, in the real fit() loop on CPU (slow stage): a prompt count
 that leaves a short final rollout, dynamic filtering. Each on two data-parallel ranks where the
-rank count matters. (LoRA runs through the real engine: test_orl_vllm.py.) The harness and its
+rank count matters. (LoRA runs through the real engine: test_orl_qlora.py.) The harness and its
 stand-ins: fit_harness.py; the toy model is enough here (ZeRO-2: nothing below depends on
 parameters being partitioned; the ZeRO-3 hang needs the real model, test_orl_real_model.py).
 """

@@ -247,7 +247,7 @@ def _nodes_of(actor: str, placed: dict[str, tuple[str, str]]) -> set[str]:
 WANDB_KEY = "wandb-key-only-the-head-has"
 
 
-def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
+def test_gtpo_openrlhf_trains_across_two_nodes(fixture_files, tmp_path):
     """The documented steps on two nodes of one logical GPU each: `ray job submit` from the
     worker node to the head's job server, the head given the W&B key before `ray start --head`.
     Policy ranks and colocated vLLM engines (the stand-in) on both nodes, the reward server on
@@ -256,7 +256,7 @@ def test_gtpo_openrlhf_trains_across_two_nodes(tmp_path):
     test_orl_async.)"""
     import fit_harness
 
-    fixture = fit_harness.build_fixture(tmp_path / "fixture")
+    fixture = fixture_files  # one filesystem: both nodes read the session's toy fixture
     with two_namespaces() as net:
         server_log = tmp_path / "reward-server.log"
         _start(
