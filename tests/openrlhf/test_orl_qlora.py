@@ -18,8 +18,9 @@ cache, are compared with transformers' on those recomputed weights.
 The run also carries what a plain LoRA run on the real engine checked (it had a run of its own,
 the same model and sizes, until one run did for both: a real-model fit() start is about three
 minutes of the slow stage): vLLM holds exactly what each sync sent, under its own names, no
-adapter tensor among them; the prefix cache (`--vllm.enable_prefix_caching`) is reset before
-each sync's weights, or the greedy continuations would come from the previous weights; and the
+adapter tensor among them; the greedy continuations after each sync go through vLLM's prefix
+cache (`--vllm.enable_prefix_caching`), which holds the prompts' blocks from the previous sync
+(OpenRLHF resets it before new weights: test_orl_real_model.py checks every reset); and the
 model's `generation_config` lists a second stop id, `<|im_end|>` (the end of a turn and the pad
 token) beside the tokenizer's eos `<|endoftext|>`, Llama-3-Instruct's and Qwen's arrangement:
 vLLM stops on either, and a completion that ends on `<|im_end|>` is trained to that end. LoRA's
