@@ -15,17 +15,17 @@ NF4 base dequantized from its bytes (tests/openrlhf/nf4_reference.py) plus BÂ·AÂ
 greedy continuations of several prompts, generated right after the sync through its prefix
 cache, are compared with transformers' on those recomputed weights.
 
-The run also carries what a plain LoRA run on the real engine checked (it had a run of its own,
-the same model and sizes, until one run did for both: a real-model fit() start is about three
-minutes of the slow stage): vLLM holds exactly what each sync sent, under its own names, no
-adapter tensor among them; the greedy continuations after each sync go through vLLM's prefix
-cache (`--vllm.enable_prefix_caching`), which holds the prompts' blocks from the previous sync
-(OpenRLHF resets it before new weights: test_orl_real_model.py checks every reset); and the
-model's `generation_config` lists a second stop id, `<|im_end|>` (the end of a turn and the pad
-token) beside the tokenizer's eos `<|endoftext|>`, Llama-3-Instruct's and Qwen's arrangement:
-vLLM stops on either, and a completion that ends on `<|im_end|>` is trained to that end. LoRA's
-merge on a bf16 base, the one step a 4-bit base does differently, is checked in the default
-stage (test_orl_lora.py) and runs on the real engine in recipes/lora.md's documented run.
+The run also carries the checks of LoRA on the real engine (one real-model fit() start, about
+three minutes of the slow stage, instead of two): vLLM holds exactly what each sync sent, under
+its own names, no adapter tensor among them; the greedy continuations after each sync go through
+vLLM's prefix cache (`--vllm.enable_prefix_caching`), which holds the prompts' blocks from the
+previous sync (OpenRLHF resets it before new weights: test_orl_real_model.py checks every
+reset); and the model's `generation_config` lists a second stop id, `<|im_end|>` (the end of a
+turn and the pad token) beside the tokenizer's eos `<|endoftext|>`, Llama-3-Instruct's and
+Qwen's arrangement: vLLM stops on either, and a completion that ends on `<|im_end|>` is trained
+to that end. LoRA's merge on a bf16 base, the one step a 4-bit base does differently, is checked
+in the default stage (test_orl_lora.py) and runs on the real engine in recipes/lora.md's
+documented run.
 """
 
 from __future__ import annotations

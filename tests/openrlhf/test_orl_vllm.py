@@ -12,7 +12,7 @@ when it generated it, and the correction reads log-probs from vLLM's sampler.
 
 LoRA on the real engine (the merged weights under vLLM's names, greedy output after each sync
 through the prefix cache, a second stop id in `generation_config`) is checked on the QLoRA run
-(test_orl_qlora.py), which had a run of its own beside it until one run did for both.
+(test_orl_qlora.py): one real-model run carries both sets of checks.
 """
 
 from __future__ import annotations
