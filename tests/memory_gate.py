@@ -50,6 +50,10 @@ RAMP_S = 300.0  # a run reaches its peak within this (the slowest: a first run's
 RAY_KILLS_AT = 0.95  # Ray's memory monitor: memory_usage_threshold
 MARGIN_GIB = 1.0
 POLL_S = 2.0
+# A run's peak is a plateau of tens of seconds (the model, its optimizer state and the engine's
+# KV cache held through every step), so a sample every 5 s finds it; each sample reads every
+# process's smaps_rollup, about 130 ms of the pytest process's CPU for a real-model run.
+PEAK_POLL_S = 5.0
 
 
 def _meminfo_gib() -> tuple[float, float]:
@@ -136,7 +140,7 @@ def admitted(need_gib: float, what: str) -> Iterator[None]:
 
 class GroupPeak:
     """The peak memory of one process group (a run started with `start_new_session`: its
-    driver, Ray's processes and vLLM's engine cores), sampled every `POLL_S` seconds in a
+    driver, Ray's processes and vLLM's engine cores), sampled every `PEAK_POLL_S` seconds in a
     thread as the sum of the processes' proportional set sizes (PSS: a page shared by n
     processes counts 1/n in each, so the sum is what the group holds). With `marked`
     (NAME, VALUE): every process whose environment holds NAME=VALUE instead, wherever it runs
@@ -151,7 +155,7 @@ class GroupPeak:
         self._thread.start()
 
     def _sample(self) -> None:
-        while not self._stop.wait(POLL_S):
+        while not self._stop.wait(PEAK_POLL_S):
             self.peak_gib = max(self.peak_gib, _pss_gib(self._ours))
 
     def _ours(self, entry: Path) -> bool:
