@@ -4,6 +4,7 @@ cache key, prompt rendering and the errors that say what to change."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -11,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from gtpo.eval.generate import GenerationCache, Sampling, cache_key, generate, model_fingerprint
+from gtpo.eval.generate import (
+    IN_PROCESS_ON_CPU,
+    GenerationCache,
+    Sampling,
+    cache_key,
+    generate,
+    model_fingerprint,
+)
 from gtpo.eval.run import load_eval_data, render_prompt
 
 
@@ -102,17 +110,25 @@ def test_vllm_backend_requests_only_missing_samples(
 
 def test_vllm_on_cpu_seeds_the_engine_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """vLLM's CPU build fails on a request's own seed ("CPU Generator does not use offset"):
-    without CUDA the engine gets the seed and the requests none; its KV cache is sized."""
+    without CUDA the engine gets the seed and the requests none; its KV cache is sized; its
+    engine runs in this process unless the user chose otherwise."""
     import torch
 
     calls: list[dict[str, Any]] = []
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm(calls))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    variable, in_process = IN_PROCESS_ON_CPU
+    monkeypatch.delenv(variable, raising=False)
     generate("m", FakeTokenizer(), ["alpha", "beta"], 2, Sampling(seed=5),
              GenerationCache(tmp_path / "c.jsonl"), backend="vllm")  # fmt: skip
     assert calls[0]["seed"] == 5 and calls[0]["kv_cache_memory_bytes"] > 0
     assert [p.seed for p in calls[1]["params"]] == [None, None]
+    assert os.environ[variable] == in_process
+    monkeypatch.setenv(variable, "1")
+    generate("m", FakeTokenizer(), ["gamma"], 1, Sampling(seed=5),
+             GenerationCache(tmp_path / "d.jsonl"), backend="vllm")  # fmt: skip
+    assert os.environ[variable] == "1"
 
 
 def test_vllm_missing_says_use_hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

