@@ -161,7 +161,7 @@ time.sleep(60)
 def test_a_groups_peak_counts_every_process_of_it_and_an_overrun_is_written(
     tmp_path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(memory_gate, "POLL_S", 0.05)
+    monkeypatch.setattr(memory_gate, "PEAK_POLL_S", 0.05)
     monkeypatch.setattr(memory_gate, "OVERRUNS", tmp_path / "overruns.log")
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, "150"], stdout=subprocess.PIPE, start_new_session=True
