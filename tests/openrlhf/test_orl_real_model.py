@@ -8,24 +8,13 @@ The reward server sits behind a recording proxy (tests/recording_proxy.py) to se
 
 Two runs, each `gtpo-openrlhf …` through fit_harness.py on vLLM 0.29's CPU build itself (the
 harness's docstring lists what is stood in and what each could hide):
-- one data-parallel rank, ZeRO-2, one engine with its prefix cache on, trained asynchronously
-  with the token-level correction against vLLM's own rollout log-probs
-  (`--train.async_enable --algo.advantage.is_correction_level token
-  --algo.advantage.is_correction_mode clip`, the one kind gtpo.correction accepts): every
-  assertion on what the loop did with the real model; after every sync the engine holds the
-  trainer's weights; every sample's staleness tag is the engine's own count of syncs when it
-  generated it, and the correction reads log-probs from vLLM's sampler. Nothing asserted on
-  the loop depends on the run being async; the synchronous loop on the real engine is the
-  two-rank run below and test_orl_qlora.py's, and on the toy model test_orl_fit.py's;
+- one data-parallel rank, ZeRO-2, one engine with its prefix cache on: every assertion on what
+  the loop did with the real model, and after every sync the engine holds the trainer's weights;
 - two ranks under ZeRO-3 and two engines, with 7 rollout micro-batches a step, which OpenRLHF
   splits 4 and 3:
   ZeRO-3 partitions this model's parameters, so every experience forward gathers them (a
   collective), and the rank with 3 forwards used to wait for the other's fourth until killed. A
   toy model's parameters stay below ZeRO-3's persistence threshold and hide that hang.
-
-LoRA on the real engine (the merged weights under vLLM's names, greedy output after each sync
-through the prefix cache, a second stop id in `generation_config`) is checked on the QLoRA run
-(test_orl_qlora.py).
 """
 
 from __future__ import annotations
@@ -39,11 +28,6 @@ import pytest
 # Two ZeRO-3 ranks and two engines of the real model at their peak: 16.5 and 17.5 GiB measured
 # (the run's process group, tests/memory_gate.py's GroupPeak, in the slow stage).
 REAL_MODEL_RUN_GIB = 18.0
-# The one-rank async run's peak, the machine's used memory less what it held before: 14.3 GiB
-# measured (the trainer's full Adam state beside an engine that never sleeps). The tiny-model
-# default (7 GiB) let it start beside a documented run's 9 GiB, past Ray's memory monitor's
-# threshold (the likely cause of a CI run where two runs failed at once).
-ASYNC_RUN_GIB = 15.0
 # A run's own timeout (run_fit) stays below pytest's, which ends the test that sets up a fixture.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -60,7 +44,6 @@ from fit_harness import (  # noqa: E402
     paper_terms,
     real_model_argv,
     run_fit,
-    sample_versions,
     with_flags,
 )
 from real_model_task import PREFILL, G  # noqa: E402
@@ -71,10 +54,6 @@ from gtpo.local_reward_server import LocalRewardServer  # noqa: E402
 STEPS = 2
 PROMPTS_PER_STEP = 4
 H_INI_PROMPTS = 2
-TOKEN_LEVEL_CORRECTION = [
-    "--algo.advantage.is_correction_level", "token",
-    "--algo.advantage.is_correction_mode", "clip",
-]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +83,9 @@ def one_rank(fixture_files, proxy, tmp_path_factory):
             "--gtpo.h_ini_prompts": str(H_INI_PROMPTS),
         },
     )
-    argv += ["--vllm.enable_prefix_caching", "--train.async_enable", *TOKEN_LEVEL_CORRECTION]
+    argv.append("--vllm.enable_prefix_caching")
     before = len(proxy.samples())
-    run = run_fit(argv, out, timeout=840, engine="vllm", memory_gib=ASYNC_RUN_GIB)
+    run = run_fit(argv, out, timeout=840, engine="vllm", memory_gib=REAL_MODEL_RUN_GIB)
     assert run.returncode == 0, run.failure()
     run.sent = proxy.samples()[before:]
     return run
@@ -350,40 +329,3 @@ def test_every_sync_reaches_the_engine_with_its_prefix_cache_reset(one_rank):
     (resets,) = resets
     # One reset asked before each sync's weights, and vLLM did it (nothing held KV blocks).
     assert resets == [{"syncs": n, "done": True} for n in range(STEPS)]
-
-
-def test_async_tags_are_the_engines_own_count_of_syncs(one_rank):
-    assert "queue_size=1" in one_rank.log  # PPOTrainerAsync's own start-up line
-    engine = one_rank.engine_versions()
-    staleness = []
-    for step, record in enumerate(one_rank.experiences()):
-        versions = set()
-        for ids, version in sample_versions(record):
-            assert version in engine[ids], (step, version, engine[ids])
-            versions.add(version)
-        assert len(versions) == 1  # a rollout is generated with one set of weights
-        staleness.append(step - versions.pop())
-    assert len(staleness) == STEPS and staleness[0] == 0 and set(staleness) <= {0, 1}, staleness
-
-
-def test_the_correction_reads_vllms_own_log_probs_and_keeps_lambda_delta(one_rank):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    for record in one_rank.experiences():
-        check_factors(record, paper_terms(record, G, record["h_ini"]))
-        for mb in record["micro_batches"]:
-            mask = mb["action_mask"].bool()
-            rollout = mb["rollout_log_probs"]
-            assert rollout is not None and rollout.shape == mask.shape
-            # vLLM's log-probs of the sampled tokens: finite, not all 0 (a sampler that
-            # returned nothing), within a few nats of the trainer's on average.
-            values = rollout[mask]
-            assert torch.isfinite(values).all() and (values < 0).any()
-            gap = (values - mb["action_log_probs"][mask].float()).abs().mean()
-            assert gap < 1.0, float(gap)
-    (folder,) = list((one_rank.out / "tensorboard").iterdir())
-    events = EventAccumulator(str(folder))
-    events.Reload()
-    tags = [t for t in events.Tags()["scalars"] if t.endswith("vllm_kl")]
-    assert tags, events.Tags()["scalars"]
-    assert all(math.isfinite(e.value) for e in events.Scalars(tags[0]))
