@@ -40,7 +40,6 @@ from gtpo.trl import GTPOTrainer, RewardServerReward  # noqa: E402
 from gtpo.trl.trainer import WEIGHTS  # noqa: E402
 
 STEPS = 3
-LORA_STEPS = 1
 PROMPTS_PER_STEP = 2
 COMPLETION_TOKENS = 64
 
@@ -57,9 +56,8 @@ def server(tmp_path_factory):
         yield live
 
 
-def train(model_dir, server, out, peft_config=None, steps=STEPS):
-    """One GTPOTrainer run of `steps` steps over the same prompts (their order is the seed's);
-    returns what the checks read."""
+def train(model_dir, server, out, peft_config=None):
+    """One GTPOTrainer run; returns what the checks read."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
@@ -70,7 +68,7 @@ def train(model_dir, server, out, peft_config=None, steps=STEPS):
     args = GRPOConfig(
         output_dir=str(out), loss_type="grpo", beta=0.0, num_generations=G,
         per_device_train_batch_size=G * PROMPTS_PER_STEP, max_completion_length=COMPLETION_TOKENS,
-        max_steps=steps, temperature=TEMPERATURE, learning_rate=2e-5, report_to=[],
+        max_steps=STEPS, temperature=TEMPERATURE, learning_rate=2e-5, report_to=[],
         use_cpu=True, bf16=False, logging_steps=1, save_strategy="no", seed=0,
     )  # fmt: skip
     with RecordingProxy(server.url) as proxy:
@@ -100,11 +98,9 @@ def lora_run(model_dir, server, tmp_path_factory):
     from peft import LoraConfig
 
     # lora_dropout 0: an adapter that starts at zero leaves the model's outputs exactly as they
-    # were, so the first step of both runs samples the same completions. One step: what the
-    # LoRA checks compare is that step, and the steps after it take the same path.
+    # were, so the first step of both runs samples the same completions.
     config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"])
-    out = tmp_path_factory.mktemp("lora")
-    return train(model_dir, server, out, peft_config=config, steps=LORA_STEPS)
+    return train(model_dir, server, tmp_path_factory.mktemp("lora"), peft_config=config)
 
 
 def generated_rows(run):
@@ -266,6 +262,6 @@ def test_lora_changes_only_adapters_with_the_same_h_ini_and_first_lambda(full_ru
     assert torch.equal(first_lora["completion_ids"], first_full["completion_ids"])
     assert torch.equal(first_lora[WEIGHTS], first_full[WEIGHTS])
     expected, _ = expected_advantages(lora_run["generations"], trainer.h_ini)
-    assert check_loss_advantages(lora_run["losses"], expected) == LORA_STEPS * PROMPTS_PER_STEP * G
+    assert check_loss_advantages(lora_run["losses"], expected) == STEPS * PROMPTS_PER_STEP * G
     summary = {"h_ini": trainer.h_ini, "adapters": len(adapters)}
     print("\nLoRA run:", json.dumps(summary))
