@@ -4,6 +4,8 @@
   (pytest runs with --import-mode=importlib, which does not add test folders to sys.path).
 - With GTPO_TEST_STRICT=1 (set by `make test`), pytest.importorskip fails instead of skipping.
 - `gtpo demo`'s warm-start cache is the session's own (`demo_cache`).
+- torch's OpenMP threads sleep when they wait (OMP_WAIT_POLICY=PASSIVE), unless the caller
+  chose a policy.
 """
 
 import importlib
@@ -25,6 +27,17 @@ if TESTS not in sys.path:
 HUB_OFFLINE_SET_HERE = "GTPO_TEST_SET_HF_HUB_OFFLINE"  # "1" when this set HF_HUB_OFFLINE
 if "HF_HUB_OFFLINE" not in os.environ:
     os.environ.update({"HF_HUB_OFFLINE": "1", HUB_OFFLINE_SET_HERE: "1"})
+
+# torch's OpenMP threads sleep when they wait instead of spinning first (libgomp's default), set
+# before anything imports torch (libgomp reads it once), for this process and every process a
+# test starts. `make test` runs two pytest processes on 2 cores and the slow stage two lanes,
+# where a spinning thread holds a core another process needs: the same torch work took 1.7x the
+# wall time beside one busy loop and 3.6x beside a second torch process, and as long alone
+# (benchmarks/omp_wait_policy.py). A policy the caller chose is kept.
+OMP_WAIT_SET_HERE = "GTPO_TEST_SET_OMP_WAIT_POLICY"  # "1" when this set OMP_WAIT_POLICY
+TORCH_LOADED_BEFORE_OMP_WAIT = "torch" in sys.modules  # then too late for this process
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.update({"OMP_WAIT_POLICY": "PASSIVE", OMP_WAIT_SET_HERE: "1"})
 
 
 def _required_import(modname: str, minversion: str | None = None, reason: str | None = None, **_):
