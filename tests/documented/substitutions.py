@@ -394,8 +394,9 @@ BENCHMARK_SIZES = {
     # One timed step of 64-token completions: 5.5 s instead of 12.6 s quiet, 66 s in CI.
     "benchmarks/loss_step.py": ["--steps", "1", "--length", "64", "--target", "inf"],
     "benchmarks/reward_server_load.py": ["--n", "64", "--concurrency", "8"],
-    # A 2-layer model's one step: every setting's processes start and run, 40 s in all instead
-    # of 6.5 minutes (docs/benchmarks.md has the ratios measured with the defaults).
+    # A 2-layer model's one step: every setting's processes start and run, 46 s quiet instead
+    # of 5-6.5 minutes, 179 s in CI beside fit() (docs/benchmarks.md has the ratios measured
+    # with the defaults).
     "benchmarks/omp_wait_policy.py": ["--steps", "1", "--layers", "2"],
     # Its restart's time beside the slow stage's training runs is the machine's: 5.3 s once,
     # over OpenRLHF's 4 s retry window (its samples' rewards dropped, reported in a note).
